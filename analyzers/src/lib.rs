@@ -1,0 +1,1 @@
+//! Detectors, layered cause rules, attribution and reports.

@@ -1,0 +1,1 @@
+//! Sources, decoders and the append-only Parquet event log.

@@ -1,0 +1,1 @@
+//! SQL over the event log: the DataFusion session, views and named queries.

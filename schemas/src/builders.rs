@@ -1,0 +1,384 @@
+//! Column builders that decoders append rows to, one per stored table: rows go straight
+//! into Arrow arrays, with no intermediate per-row objects.
+
+use std::sync::Arc;
+
+use arrow::array::{
+    ArrayRef, BinaryBuilder, Float64Builder, Int32Builder, Int64Builder, MapBuilder, RecordBatch, StringBuilder,
+    TimestampNanosecondBuilder,
+};
+
+use crate::tables::{Table, UTC};
+use crate::{Layer, Severity};
+
+/// Where and to whom a row applies; every field is optional.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Scope<'a> {
+    pub cluster: Option<&'a str>,
+    pub node: Option<&'a str>,
+    pub device: Option<&'a str>,
+    pub namespace: Option<&'a str>,
+    pub workload: Option<&'a str>,
+    pub pod: Option<&'a str>,
+    pub run_id: Option<&'a str>,
+}
+
+struct ScopeBuilders([StringBuilder; 7]);
+
+impl ScopeBuilders {
+    fn new() -> Self {
+        ScopeBuilders(std::array::from_fn(|_| StringBuilder::new()))
+    }
+
+    fn append(&mut self, s: &Scope<'_>) {
+        let values = [s.cluster, s.node, s.device, s.namespace, s.workload, s.pod, s.run_id];
+        for (b, v) in self.0.iter_mut().zip(values) {
+            b.append_option(v);
+        }
+    }
+
+    fn finish(&mut self, out: &mut Vec<ArrayRef>) {
+        for b in &mut self.0 {
+            out.push(Arc::new(b.finish()));
+        }
+    }
+}
+
+fn string_map_builder() -> MapBuilder<StringBuilder, StringBuilder> {
+    MapBuilder::new(None, StringBuilder::new(), StringBuilder::new())
+}
+
+fn append_map<K: AsRef<str>, V: AsRef<str>>(
+    b: &mut MapBuilder<StringBuilder, StringBuilder>,
+    entries: impl IntoIterator<Item = (K, V)>,
+) {
+    for (k, v) in entries {
+        b.keys().append_value(k.as_ref());
+        b.values().append_value(v.as_ref());
+    }
+    // Appending a valid (non-null) map entry cannot fail: only mismatched key/value
+    // counts error, and both sides are appended together above.
+    b.append(true).expect("keys and values appended in pairs");
+}
+
+fn timestamps() -> TimestampNanosecondBuilder {
+    TimestampNanosecondBuilder::new().with_timezone(UTC)
+}
+
+fn batch(table: Table, columns: Vec<ArrayRef>) -> RecordBatch {
+    // The builders produce exactly the declared column types in the declared order; the
+    // test `builders_match_the_schemas` proves it for every table.
+    RecordBatch::try_new(table.schema(), columns).expect("builder columns match the table schema")
+}
+
+/// One event, borrowed from the decoder's input.
+#[derive(Debug, Clone, Copy)]
+pub struct EventRow<'a> {
+    /// Nanoseconds since the Unix epoch, UTC.
+    pub time_ns: i64,
+    pub event_id: &'a str,
+    pub layer: Layer,
+    pub source: &'a str,
+    pub kind: &'a str,
+    pub severity: Severity,
+    pub scope: Scope<'a>,
+    pub reason: Option<&'a str>,
+    pub message: Option<&'a str>,
+}
+
+/// Builds `events` batches.
+pub struct EventsBuilder {
+    ingest_time_ns: i64,
+    time: TimestampNanosecondBuilder,
+    ingest_time: TimestampNanosecondBuilder,
+    event_id: StringBuilder,
+    layer: StringBuilder,
+    source: StringBuilder,
+    kind: StringBuilder,
+    severity: StringBuilder,
+    scope: ScopeBuilders,
+    reason: StringBuilder,
+    message: StringBuilder,
+    attrs: MapBuilder<StringBuilder, StringBuilder>,
+    len: usize,
+}
+
+impl EventsBuilder {
+    /// A builder whose rows all carry `ingest_time_ns` as their `ingest_time`.
+    pub fn new(ingest_time_ns: i64) -> Self {
+        EventsBuilder {
+            ingest_time_ns,
+            time: timestamps(),
+            ingest_time: timestamps(),
+            event_id: StringBuilder::new(),
+            layer: StringBuilder::new(),
+            source: StringBuilder::new(),
+            kind: StringBuilder::new(),
+            severity: StringBuilder::new(),
+            scope: ScopeBuilders::new(),
+            reason: StringBuilder::new(),
+            message: StringBuilder::new(),
+            attrs: string_map_builder(),
+            len: 0,
+        }
+    }
+
+    /// Appends one event with its attributes.
+    pub fn append<K: AsRef<str>, V: AsRef<str>>(
+        &mut self,
+        row: &EventRow<'_>,
+        attrs: impl IntoIterator<Item = (K, V)>,
+    ) {
+        self.time.append_value(row.time_ns);
+        self.ingest_time.append_value(self.ingest_time_ns);
+        self.event_id.append_value(row.event_id);
+        self.layer.append_value(row.layer.as_str());
+        self.source.append_value(row.source);
+        self.kind.append_value(row.kind);
+        self.severity.append_value(row.severity.as_str());
+        self.scope.append(&row.scope);
+        self.reason.append_option(row.reason);
+        self.message.append_option(row.message);
+        append_map(&mut self.attrs, attrs);
+        self.len += 1;
+    }
+
+    /// Rows appended since the last `finish`.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no row was appended since the last `finish`.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The rows so far as a batch; the builder starts empty again.
+    pub fn finish(&mut self) -> RecordBatch {
+        let mut c: Vec<ArrayRef> = vec![
+            Arc::new(self.time.finish()),
+            Arc::new(self.ingest_time.finish()),
+            Arc::new(self.event_id.finish()),
+            Arc::new(self.layer.finish()),
+            Arc::new(self.source.finish()),
+            Arc::new(self.kind.finish()),
+            Arc::new(self.severity.finish()),
+        ];
+        self.scope.finish(&mut c);
+        c.push(Arc::new(self.reason.finish()));
+        c.push(Arc::new(self.message.finish()));
+        c.push(Arc::new(self.attrs.finish()));
+        self.len = 0;
+        batch(Table::Events, c)
+    }
+}
+
+/// One numeric sample, borrowed from the decoder's input.
+#[derive(Debug, Clone, Copy)]
+pub struct MetricRow<'a> {
+    /// Nanoseconds since the Unix epoch, UTC.
+    pub time_ns: i64,
+    pub layer: Layer,
+    pub source: &'a str,
+    pub metric: &'a str,
+    pub value: f64,
+    pub scope: Scope<'a>,
+    pub rank: Option<i32>,
+    pub step: Option<i64>,
+}
+
+/// Builds `metrics` batches.
+pub struct MetricsBuilder {
+    ingest_time_ns: i64,
+    time: TimestampNanosecondBuilder,
+    ingest_time: TimestampNanosecondBuilder,
+    layer: StringBuilder,
+    source: StringBuilder,
+    metric: StringBuilder,
+    value: Float64Builder,
+    scope: ScopeBuilders,
+    rank: Int32Builder,
+    step: Int64Builder,
+    labels: MapBuilder<StringBuilder, StringBuilder>,
+    len: usize,
+}
+
+impl MetricsBuilder {
+    /// A builder whose rows all carry `ingest_time_ns` as their `ingest_time`.
+    pub fn new(ingest_time_ns: i64) -> Self {
+        MetricsBuilder {
+            ingest_time_ns,
+            time: timestamps(),
+            ingest_time: timestamps(),
+            layer: StringBuilder::new(),
+            source: StringBuilder::new(),
+            metric: StringBuilder::new(),
+            value: Float64Builder::new(),
+            scope: ScopeBuilders::new(),
+            rank: Int32Builder::new(),
+            step: Int64Builder::new(),
+            labels: string_map_builder(),
+            len: 0,
+        }
+    }
+
+    /// Appends one sample with its remaining labels.
+    pub fn append<K: AsRef<str>, V: AsRef<str>>(
+        &mut self,
+        row: &MetricRow<'_>,
+        labels: impl IntoIterator<Item = (K, V)>,
+    ) {
+        self.time.append_value(row.time_ns);
+        self.ingest_time.append_value(self.ingest_time_ns);
+        self.layer.append_value(row.layer.as_str());
+        self.source.append_value(row.source);
+        self.metric.append_value(row.metric);
+        self.value.append_value(row.value);
+        self.scope.append(&row.scope);
+        self.rank.append_option(row.rank);
+        self.step.append_option(row.step);
+        append_map(&mut self.labels, labels);
+        self.len += 1;
+    }
+
+    /// Rows appended since the last `finish`.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no row was appended since the last `finish`.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The rows so far as a batch; the builder starts empty again.
+    pub fn finish(&mut self) -> RecordBatch {
+        let mut c: Vec<ArrayRef> = vec![
+            Arc::new(self.time.finish()),
+            Arc::new(self.ingest_time.finish()),
+            Arc::new(self.layer.finish()),
+            Arc::new(self.source.finish()),
+            Arc::new(self.metric.finish()),
+            Arc::new(self.value.finish()),
+        ];
+        self.scope.finish(&mut c);
+        c.push(Arc::new(self.rank.finish()));
+        c.push(Arc::new(self.step.finish()));
+        c.push(Arc::new(self.labels.finish()));
+        self.len = 0;
+        batch(Table::Metrics, c)
+    }
+}
+
+/// Builds `dead_letters` batches.
+pub struct DeadLetterBuilder {
+    ingest_time_ns: i64,
+    ingest_time: TimestampNanosecondBuilder,
+    source_ref: StringBuilder,
+    format: StringBuilder,
+    error: StringBuilder,
+    payload: BinaryBuilder,
+    len: usize,
+}
+
+impl DeadLetterBuilder {
+    /// A builder whose rows all carry `ingest_time_ns` as their `ingest_time`.
+    pub fn new(ingest_time_ns: i64) -> Self {
+        DeadLetterBuilder {
+            ingest_time_ns,
+            ingest_time: timestamps(),
+            source_ref: StringBuilder::new(),
+            format: StringBuilder::new(),
+            error: StringBuilder::new(),
+            payload: BinaryBuilder::new(),
+            len: 0,
+        }
+    }
+
+    /// Appends one rejected record: where it came from, the format tried, why, and its
+    /// bytes verbatim.
+    pub fn append(&mut self, source_ref: &str, format: &str, error: &str, payload: &[u8]) {
+        self.ingest_time.append_value(self.ingest_time_ns);
+        self.source_ref.append_value(source_ref);
+        self.format.append_value(format);
+        self.error.append_value(error);
+        self.payload.append_value(payload);
+        self.len += 1;
+    }
+
+    /// Rows appended since the last `finish`.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no row was appended since the last `finish`.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The rows so far as a batch; the builder starts empty again.
+    pub fn finish(&mut self) -> RecordBatch {
+        let c: Vec<ArrayRef> = vec![
+            Arc::new(self.ingest_time.finish()),
+            Arc::new(self.source_ref.finish()),
+            Arc::new(self.format.finish()),
+            Arc::new(self.error.finish()),
+            Arc::new(self.payload.finish()),
+        ];
+        self.len = 0;
+        batch(Table::DeadLetters, c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Array, MapArray, StringArray};
+
+    #[test]
+    fn builders_match_the_schemas() {
+        let mut e = EventsBuilder::new(7);
+        let row = EventRow {
+            time_ns: 1,
+            event_id: "id-1",
+            layer: Layer::Orchestrator,
+            source: "kueue",
+            kind: "evicted",
+            severity: Severity::Warning,
+            scope: Scope { namespace: Some("llm"), workload: Some("ft"), ..Scope::default() },
+            reason: Some("Preempted"),
+            message: None,
+        };
+        e.append(&row, [("preemptor", "tgi")]);
+        e.append(&row, std::iter::empty::<(&str, &str)>());
+        let b = e.finish();
+        assert_eq!(b.num_rows(), 2);
+        assert!(e.is_empty());
+        let attrs = b.column_by_name("attrs").unwrap().as_any().downcast_ref::<MapArray>().unwrap();
+        assert_eq!(attrs.value(0).len(), 1);
+        assert_eq!(attrs.value(1).len(), 0);
+        let ns = b.column_by_name("namespace").unwrap().as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(ns.value(0), "llm");
+        assert!(b.column_by_name("node").unwrap().is_null(0));
+
+        let mut m = MetricsBuilder::new(7);
+        m.append(
+            &MetricRow {
+                time_ns: 2,
+                layer: Layer::Framework,
+                source: "sdk",
+                metric: "step_time_seconds",
+                value: 1.9,
+                scope: Scope::default(),
+                rank: Some(3),
+                step: None,
+            },
+            [("k", "v")],
+        );
+        assert_eq!(m.finish().num_rows(), 1);
+
+        let mut d = DeadLetterBuilder::new(7);
+        d.append("a.jsonl:3", "envelope", "missing time", b"{}");
+        assert_eq!(d.finish().num_rows(), 1);
+    }
+}

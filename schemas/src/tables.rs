@@ -1,0 +1,225 @@
+//! The Arrow schemas of `contracts/tables.md`: stored tables and derived ones.
+
+use std::str::FromStr;
+use std::sync::{Arc, LazyLock};
+
+use arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
+
+use crate::UnknownId;
+
+/// The time zone every timestamp column carries.
+pub const UTC: &str = "UTC";
+
+/// `Timestamp(Nanosecond, "UTC")`, the type of every time column.
+pub fn timestamp_type() -> DataType {
+    DataType::Timestamp(TimeUnit::Nanosecond, Some(UTC.into()))
+}
+
+/// `map<string,string>` as arrow's `MapBuilder` makes it (`entries{keys, values}`).
+pub fn string_map_type() -> DataType {
+    let entries = Fields::from(vec![
+        Field::new("keys", DataType::Utf8, false),
+        Field::new("values", DataType::Utf8, true),
+    ]);
+    DataType::Map(Arc::new(Field::new("entries", DataType::Struct(entries), false)), false)
+}
+
+/// `list<string>`, as arrow's `ListBuilder<StringBuilder>` makes it.
+pub fn string_list_type() -> DataType {
+    DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)))
+}
+
+fn ts(name: &str, nullable: bool) -> Field {
+    Field::new(name, timestamp_type(), nullable)
+}
+
+fn s(name: &str, nullable: bool) -> Field {
+    Field::new(name, DataType::Utf8, nullable)
+}
+
+/// The columns that say where and to whom, in contract order.
+pub const SCOPE_COLUMNS: [&str; 7] = ["cluster", "node", "device", "namespace", "workload", "pod", "run_id"];
+
+static EVENTS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    let mut f = vec![
+        ts("time", false),
+        ts("ingest_time", false),
+        s("event_id", false),
+        s("layer", false),
+        s("source", false),
+        s("kind", false),
+        s("severity", false),
+    ];
+    f.extend(SCOPE_COLUMNS.iter().map(|c| s(c, true)));
+    f.push(s("reason", true));
+    f.push(s("message", true));
+    f.push(Field::new("attrs", string_map_type(), true));
+    Arc::new(Schema::new(f))
+});
+
+static METRICS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    let mut f = vec![
+        ts("time", false),
+        ts("ingest_time", false),
+        s("layer", false),
+        s("source", false),
+        s("metric", false),
+        Field::new("value", DataType::Float64, false),
+    ];
+    f.extend(SCOPE_COLUMNS.iter().map(|c| s(c, true)));
+    f.push(Field::new("rank", DataType::Int32, true));
+    f.push(Field::new("step", DataType::Int64, true));
+    f.push(Field::new("labels", string_map_type(), true));
+    Arc::new(Schema::new(f))
+});
+
+static DEAD_LETTERS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        ts("ingest_time", false),
+        s("source_ref", false),
+        s("format", false),
+        s("error", false),
+        Field::new("payload", DataType::Binary, false),
+    ]))
+});
+
+static SLOWDOWNS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        s("slowdown_id", false),
+        s("workload", true),
+        s("namespace", true),
+        s("run_id", true),
+        s("kind", false),
+        ts("start", false),
+        ts("end", false),
+        Field::new("lost_seconds", DataType::Float64, false),
+        Field::new("baseline", DataType::Float64, true),
+        Field::new("observed", DataType::Float64, true),
+        ts("detected_at", false),
+    ]))
+});
+
+static CAUSES: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        s("slowdown_id", false),
+        Field::new("rank", DataType::Int32, false),
+        s("cause", false),
+        s("layer", true),
+        Field::new("confidence", DataType::Float64, false),
+        Field::new("explained_seconds", DataType::Float64, false),
+        s("node", true),
+        s("device", true),
+        s("summary", false),
+        Field::new("evidence", string_list_type(), false),
+    ]))
+});
+
+/// A table of the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Table {
+    /// Discrete things that happened.
+    Events,
+    /// Numeric samples.
+    Metrics,
+    /// What could not be decoded, kept whole.
+    DeadLetters,
+    /// Detected symptoms (derived).
+    Slowdowns,
+    /// Candidate causes per slowdown (derived).
+    Causes,
+}
+
+impl Table {
+    /// Every table, raw ones first.
+    pub const ALL: [Table; 5] = [Table::Events, Table::Metrics, Table::DeadLetters, Table::Slowdowns, Table::Causes];
+
+    /// The SQL name of the table.
+    pub fn name(self) -> &'static str {
+        match self {
+            Table::Events => "events",
+            Table::Metrics => "metrics",
+            Table::DeadLetters => "dead_letters",
+            Table::Slowdowns => "slowdowns",
+            Table::Causes => "causes",
+        }
+    }
+
+    /// The table's Arrow schema.
+    pub fn schema(self) -> SchemaRef {
+        match self {
+            Table::Events => EVENTS.clone(),
+            Table::Metrics => METRICS.clone(),
+            Table::DeadLetters => DEAD_LETTERS.clone(),
+            Table::Slowdowns => SLOWDOWNS.clone(),
+            Table::Causes => CAUSES.clone(),
+        }
+    }
+
+    /// The column that places a row in time (used to partition and prune), if any.
+    pub fn time_column(self) -> Option<&'static str> {
+        match self {
+            Table::Events | Table::Metrics => Some("time"),
+            Table::DeadLetters => Some("ingest_time"),
+            Table::Slowdowns => Some("start"),
+            Table::Causes => None,
+        }
+    }
+
+    /// Whether the table is rebuilt from the raw log by analyzers.
+    pub fn is_derived(self) -> bool {
+        matches!(self, Table::Slowdowns | Table::Causes)
+    }
+}
+
+impl std::fmt::Display for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Table {
+    type Err = UnknownId;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Table::ALL
+            .into_iter()
+            .find(|t| t.name() == s)
+            .ok_or_else(|| UnknownId { what: "table", value: s.to_string() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_have_the_contract_core_columns() {
+        let names = |t: Table| -> Vec<String> {
+            t.schema().fields().iter().map(|f| f.name().clone()).collect()
+        };
+        assert_eq!(
+            names(Table::Events),
+            [
+                "time", "ingest_time", "event_id", "layer", "source", "kind", "severity", "cluster", "node",
+                "device", "namespace", "workload", "pod", "run_id", "reason", "message", "attrs"
+            ]
+        );
+        assert_eq!(
+            names(Table::Metrics),
+            [
+                "time", "ingest_time", "layer", "source", "metric", "value", "cluster", "node", "device",
+                "namespace", "workload", "pod", "run_id", "rank", "step", "labels"
+            ]
+        );
+        assert_eq!(names(Table::DeadLetters), ["ingest_time", "source_ref", "format", "error", "payload"]);
+        for t in Table::ALL {
+            assert_eq!(t.name().parse::<Table>().unwrap(), t);
+            let schema = t.schema();
+            for f in schema.fields() {
+                if let DataType::Timestamp(unit, tz) = f.data_type() {
+                    assert_eq!(*unit, TimeUnit::Nanosecond);
+                    assert_eq!(tz.as_deref(), Some(UTC));
+                }
+            }
+        }
+    }
+}
