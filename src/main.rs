@@ -1,1 +1,38 @@
-fn main() {}
+//! The `whyslow` binary: parses arguments and dispatches to the library crates.
+
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = match cli::Cli::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            // clap prints help/version to stdout (exit 0) and usage errors to stderr (exit 2).
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+        }
+    };
+    init_tracing(args.verbose);
+    match cli::dispatch(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let code = cli::exit_code(&e);
+            eprintln!("whyslow: {}", cli::one_sentence(&e));
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("WHYSLOW_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}

@@ -1,1 +1,6 @@
 //! Sources, decoders and the append-only Parquet event log.
+
+pub mod decode;
+pub mod time;
+
+pub use decode::{Counts, Decoder, Format, Framing, Origin, Output};

@@ -1,0 +1,180 @@
+//! Command-line flags of `contracts/cli.md` and their dispatch to the library crates.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand};
+
+/// Why did this ML workload slow down? Cross-layer root causes from an Arrow/Parquet event log.
+#[derive(Debug, Parser)]
+#[command(name = "whyslow", version, about)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    /// More logging on stderr (-v info, -vv debug); `WHYSLOW_LOG` overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every command takes.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// The store directory (created on first write).
+    #[arg(long, global = true, env = "WHYSLOW_STORE", default_value = "./whyslow-data")]
+    pub store: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Batch-ingest files, directories (recursively) or stdin (`-`) into the store.
+    Ingest(IngestArgs),
+    /// A Kafka ingest worker: a consumer-group member that runs until SIGINT/SIGTERM.
+    Stream(StreamArgs),
+    /// Ad hoc SQL over the store; with no QUERY and no -f, an interactive prompt.
+    Sql(SqlArgs),
+    /// The root-cause report for the selected workloads and window.
+    Report(ReportArgs),
+    /// Ingest the bundled seed scenario into a temporary store and print its report.
+    Demo,
+    /// Rebuild everything derived from the raw log and retry dead letters.
+    Replay,
+}
+
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    /// Files, directories (read recursively) or `-` for stdin; plain or gzip.
+    #[arg(required = true)]
+    pub paths: Vec<String>,
+    /// The input format: auto, envelope, k8s, prometheus, kmsg, container-log, slurm.
+    #[arg(long, default_value = "auto")]
+    pub format: String,
+    /// The node for records that do not name one (kernel logs, scrapes).
+    #[arg(long)]
+    pub node: Option<String>,
+    /// The cluster to stamp on rows that carry none.
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// Namespace for plain `kubectl logs` output.
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// Pod for plain `kubectl logs` output.
+    #[arg(long)]
+    pub pod: Option<String>,
+    /// Time for records that carry none (RFC 3339 or relative, e.g. -2h).
+    #[arg(long)]
+    pub time: Option<String>,
+    /// Boot time for kernel records stamped relative to boot (RFC 3339).
+    #[arg(long)]
+    pub boot_time: Option<String>,
+    /// Never draw a progress bar, even on a terminal.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StreamArgs {
+    /// Kafka bootstrap servers, comma-separated.
+    #[arg(long, required = true)]
+    pub brokers: String,
+    /// The consumer group.
+    #[arg(long, required = true)]
+    pub group: String,
+    /// A topic to consume, optionally with its format: NAME[=FORMAT]. Repeatable.
+    #[arg(long = "topic", required = true)]
+    pub topics: Vec<String>,
+    /// Publish each incident (the report's slowdown objects) to this topic.
+    #[arg(long)]
+    pub incidents_topic: Option<String>,
+    /// Flush a micro-batch at least this often (e.g. 1s, 500ms).
+    #[arg(long, default_value = "1s")]
+    pub flush_interval: String,
+    /// Flush a micro-batch when it holds this many rows.
+    #[arg(long, default_value_t = 100_000)]
+    pub max_batch_rows: usize,
+    /// Serve the worker's own Prometheus metrics here.
+    #[arg(long, default_value = "127.0.0.1:9464")]
+    pub metrics_addr: String,
+    /// Give up (exit 1) when the broker stays unreachable this long.
+    #[arg(long, default_value = "5m")]
+    pub retry_budget: String,
+    /// Run this command with the incident JSON on stdin when an incident opens or changes.
+    #[arg(long)]
+    pub on_incident: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SqlArgs {
+    /// The query; omit it (and -f) for an interactive prompt.
+    pub query: Option<String>,
+    /// Run a named query from queries/ or any .sql path.
+    #[arg(short = 'f', long = "file")]
+    pub file: Option<String>,
+    /// Bind a parameter: NAME=VALUE, used as $NAME in the query. Repeatable.
+    #[arg(long = "param")]
+    pub params: Vec<String>,
+    /// Output format: table, csv or json.
+    #[arg(long, default_value = "table")]
+    pub format: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[arg(long)]
+    pub workload: Option<String>,
+    #[arg(long)]
+    pub namespace: Option<String>,
+    #[arg(long)]
+    pub run: Option<String>,
+    /// Window start (RFC 3339 or relative, e.g. -2h).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Window end (RFC 3339 or relative).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// md, json or html.
+    #[arg(long, default_value = "md")]
+    pub format: String,
+    /// Write to this file instead of stdout.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+}
+
+/// A usage error found after parsing (a bad time, format or parameter): exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Runs the chosen command.
+pub fn dispatch(cli: Cli) -> Result<()> {
+    let store = cli.global.store;
+    match cli.command {
+        Command::Ingest(_) | Command::Stream(_) | Command::Sql(_) | Command::Report(_) | Command::Demo | Command::Replay => {
+            let _ = store;
+            anyhow::bail!("this command is not built yet")
+        }
+    }
+}
+
+/// Exit code of `contracts/cli.md` for an error: 2 for bad usage, else 1.
+pub fn exit_code(e: &anyhow::Error) -> u8 {
+    if e.chain().any(|c| c.is::<UsageError>()) { 2 } else { 1 }
+}
+
+/// The error as one sentence: its own message and, where the cause adds something,
+/// the cause after a colon.
+pub fn one_sentence(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for c in e.chain() {
+        let s = c.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+    }
+    let mut s = parts.join(": ");
+    if !s.ends_with('.') {
+        s.push('.');
+    }
+    s
+}
