@@ -5,7 +5,22 @@ WHYSLOW_CACHE="${WHYSLOW_CACHE:-$HOME/.cache/whyslow}"
 export WHYSLOW_CACHE
 
 ensure_services() {
+    ensure_tansu
     ensure_chromium
+}
+
+# tansu: an Apache-Kafka-compatible broker from crates.io (SQLite engine); the Kafka
+# tests start their own instance on a free loopback port. Built once (about 20 minutes
+# on 2 cores), then reused from the cache.
+ensure_tansu() {
+    export WHYSLOW_TANSU="$WHYSLOW_CACHE/tansu/bin/tansu"
+    if [ -x "$WHYSLOW_TANSU" ]; then
+        return
+    fi
+    echo "scripts/test: building the tansu broker (once; cached in $WHYSLOW_CACHE)" >&2
+    CARGO_TARGET_DIR="$WHYSLOW_CACHE/tansu-build" cargo install --quiet --locked \
+        --root "$WHYSLOW_CACHE/tansu" tansu@0.6.0 --features libsql
+    rm -rf "$WHYSLOW_CACHE/tansu-build"
 }
 
 # Headless Chromium renders the HTML report in its test.
