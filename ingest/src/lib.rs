@@ -1,6 +1,7 @@
 //! Sources, decoders and the append-only Parquet event log.
 
 pub mod decode;
+pub mod store;
 pub mod time;
 
 pub use decode::{Counts, Decoder, Format, Framing, Origin, Output};

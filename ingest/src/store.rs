@@ -1,0 +1,189 @@
+//! The append-only event log: partitioned Parquet segments made visible atomically by a
+//! commit log, with cheap idempotent re-ingest and compaction of small segments.
+//!
+//! Layout of a store directory (every path in the log is relative to the root):
+//!
+//! ```text
+//! <root>/_log/<version:020>.json             one commit: added and removed segments, Kafka offsets
+//! <root>/_log/<version:020>.checkpoint.json  the whole visible state as of that version
+//! <root>/_lock                               held (flock) by the single writer
+//! <root>/_tmp/                               files being written; removed by the writer on open
+//! <root>/<table>/date=YYYY-MM-DD/<id>.parquet   rows (zstd; sorted; row-group and page statistics)
+//! <root>/<table>/date=YYYY-MM-DD/<id>.keys      sorted row identities of that segment (dedupe)
+//! ```
+//!
+//! A segment is visible exactly when a log entry adds it and no later entry removes it;
+//! log entries appear atomically (temp file, fsync, link), so a crash at any point leaves
+//! the previous state, and files nobody references are orphans the writer deletes.
+
+mod fsio;
+mod keys;
+mod log;
+mod segment;
+mod sidecar;
+mod writer;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use whyslow_schemas::Table;
+
+pub use log::KafkaOffset;
+pub use writer::{CommitStats, CompactStats, StoreWriter, TableCommit, WriterOptions};
+
+/// What went wrong in the store; every message names the file or directory involved.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A filesystem operation failed.
+    #[error("cannot {op} {path}: {source}")]
+    Io {
+        /// What was being done (`read`, `create`, `rename`, …).
+        op: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Writing or reading a Parquet segment failed.
+    #[error("parquet segment {path}: {source}")]
+    Parquet {
+        /// The segment file.
+        path: PathBuf,
+        /// The parquet crate's error.
+        #[source]
+        source: parquet::errors::ParquetError,
+    },
+    /// An Arrow operation (concatenate, sort, take) on rows bound for a file failed.
+    #[error("arrow error for {path}: {source}")]
+    Arrow {
+        /// The store file or directory concerned.
+        path: PathBuf,
+        /// The arrow crate's error.
+        #[source]
+        source: arrow::error::ArrowError,
+    },
+    /// A store file does not hold what the format says it must.
+    #[error("corrupt {what} {path}: {detail}")]
+    Corrupt {
+        /// Which kind of file (`log entry`, `checkpoint`, `key file`).
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// Another process holds the writer lock.
+    #[error("store {path} is locked by another writer (lock file {path}/_lock)")]
+    Locked {
+        /// The store root.
+        path: PathBuf,
+    },
+    /// A batch given to the writer does not have the table's schema.
+    #[error("store {path}: batch for table {table} does not match its schema: {detail}")]
+    Schema {
+        /// The store root.
+        path: PathBuf,
+        /// The table the batch was meant for.
+        table: Table,
+        /// The first difference found.
+        detail: String,
+    },
+    /// The next log version already exists: someone else wrote to the store.
+    #[error("log entry {path} already exists: another writer committed to this store")]
+    Conflict {
+        /// The log entry file.
+        path: PathBuf,
+    },
+}
+
+impl StoreError {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        StoreError::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// One committed Parquet segment of a table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentInfo {
+    /// Absolute path of the Parquet file.
+    pub path: PathBuf,
+    /// The table whose rows it holds.
+    pub table: Table,
+    /// Number of rows.
+    pub rows: u64,
+    /// Size of the Parquet file in bytes.
+    pub bytes: u64,
+    /// Smallest value of the table's time column (`None` for tables without one).
+    pub min_time_ns: Option<i64>,
+    /// Largest value of the table's time column.
+    pub max_time_ns: Option<i64>,
+    /// The partition directory's value (`YYYY-MM-DD`, UTC day of the time column).
+    pub partition: Option<String>,
+    /// Absolute path of the segment's sorted row-identity file.
+    pub keys_path: PathBuf,
+    /// Size of the row-identity file in bytes.
+    pub keys_bytes: u64,
+}
+
+/// A read-only view of the committed state of a store directory at one log version.
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+    state: log::State,
+}
+
+impl Store {
+    /// Reads the committed state of the store at `root`; a missing directory is an empty store.
+    pub fn open(root: &Path) -> Result<Store, StoreError> {
+        let root = std::path::absolute(root).map_err(|e| StoreError::io("resolve", root, e))?;
+        let state = log::State::load(&root)?;
+        Ok(Store { root, state })
+    }
+
+    /// The store's root directory (absolute).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The log version this view reflects (0 = nothing committed yet).
+    pub fn version(&self) -> u64 {
+        self.state.version
+    }
+
+    /// The committed segments of `table`, oldest first.
+    pub fn segments(&self, table: Table) -> Vec<SegmentInfo> {
+        self.state
+            .segments_of(table)
+            .map(|s| s.info(&self.root, table))
+            .collect()
+    }
+
+    /// The committed segments of `table` whose time range meets `[start_ns, end_ns]`
+    /// (segments of tables without a time column are always included).
+    pub fn segments_in_range(&self, table: Table, start_ns: i64, end_ns: i64) -> Vec<SegmentInfo> {
+        self.state
+            .segments_of(table)
+            .filter(|s| match (s.min_time_ns, s.max_time_ns) {
+                (Some(lo), Some(hi)) => lo <= end_ns && start_ns <= hi,
+                _ => true,
+            })
+            .map(|s| s.info(&self.root, table))
+            .collect()
+    }
+
+    /// Number of committed rows of `table`.
+    pub fn rows(&self, table: Table) -> u64 {
+        self.state.segments_of(table).map(|s| s.rows).sum()
+    }
+
+    /// The next offset to read per (topic, partition), as committed with the segments that
+    /// hold the messages before it.
+    pub fn kafka_offsets(&self) -> BTreeMap<(String, i32), i64> {
+        self.state.offsets.clone()
+    }
+}

@@ -1,0 +1,369 @@
+//! Key files: the sorted row identities of one segment, in blocks with an index, so that a
+//! commit can check new rows for duplicates by reading only the blocks whose key range
+//! overlaps them (one block in memory at a time).
+//!
+//! Layout (little endian): `WSKEYS01`, blocks, block index (`first_lead i64, last_lead
+//! i64, offset u64, len u32, count u32` per block), footer (`index_offset u64,
+//! block_count u32, rows u64, WSKEYS01`). A block is a sequence of runs of equal `lead`:
+//! `varint(lead delta)`, `varint(run length)`, then that many `hash u64`.
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use super::StoreError;
+use super::keys::Key;
+
+const MAGIC: &[u8; 8] = b"WSKEYS01";
+const FOOTER_LEN: usize = 8 + 4 + 8 + 8;
+const INDEX_ENTRY_LEN: usize = 8 + 8 + 8 + 4 + 4;
+/// Keys per block: small enough to read cheaply, large enough that the index stays tiny.
+const BLOCK_KEYS: usize = 8192;
+
+/// Maps an `i64` to a `u64` with the same order (so deltas never overflow).
+fn ordered(lead: i64) -> u64 {
+    (lead as u64) ^ (1 << 63)
+}
+
+fn unordered(u: u64) -> i64 {
+    (u ^ (1 << 63)) as i64
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let b = *buf.get(*pos)?;
+        *pos += 1;
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+fn encode_block(keys: &[Key], out: &mut Vec<u8>) {
+    let mut prev = keys.first().map_or(0, |k| ordered(k.lead));
+    let mut i = 0;
+    while i < keys.len() {
+        let lead = keys[i].lead;
+        let run = keys[i..].iter().take_while(|k| k.lead == lead).count();
+        put_varint(out, ordered(lead) - prev);
+        put_varint(out, run as u64);
+        for k in &keys[i..i + run] {
+            out.extend_from_slice(&k.hash.to_le_bytes());
+        }
+        prev = ordered(lead);
+        i += run;
+    }
+}
+
+struct BlockIndex {
+    first_lead: i64,
+    last_lead: i64,
+    offset: u64,
+    len: u32,
+    count: u32,
+}
+
+/// Writes `keys` (sorted, unique) to a new key file at `path`, fsync'd; returns its size.
+pub fn write(path: &Path, keys: &[Key]) -> Result<u64, StoreError> {
+    let io = |op, e| StoreError::io(op, path, e);
+    let file = File::create(path).map_err(|e| io("create", e))?;
+    let mut w = BufWriter::new(file);
+    w.write_all(MAGIC).map_err(|e| io("write", e))?;
+    let mut offset = MAGIC.len() as u64;
+    let mut index = Vec::with_capacity(keys.len() / BLOCK_KEYS + 1);
+    let mut buf = Vec::new();
+    for chunk in keys.chunks(BLOCK_KEYS) {
+        buf.clear();
+        encode_block(chunk, &mut buf);
+        w.write_all(&buf).map_err(|e| io("write", e))?;
+        index.push(BlockIndex {
+            first_lead: chunk[0].lead,
+            last_lead: chunk[chunk.len() - 1].lead,
+            offset,
+            len: buf.len() as u32,
+            count: chunk.len() as u32,
+        });
+        offset += buf.len() as u64;
+    }
+    buf.clear();
+    for b in &index {
+        buf.extend_from_slice(&b.first_lead.to_le_bytes());
+        buf.extend_from_slice(&b.last_lead.to_le_bytes());
+        buf.extend_from_slice(&b.offset.to_le_bytes());
+        buf.extend_from_slice(&b.len.to_le_bytes());
+        buf.extend_from_slice(&b.count.to_le_bytes());
+    }
+    buf.extend_from_slice(&offset.to_le_bytes());
+    buf.extend_from_slice(&(index.len() as u32).to_le_bytes());
+    buf.extend_from_slice(&(keys.len() as u64).to_le_bytes());
+    buf.extend_from_slice(MAGIC);
+    w.write_all(&buf).map_err(|e| io("write", e))?;
+    let file = w.into_inner().map_err(|e| io("write", e.into_error()))?;
+    file.sync_all().map_err(|e| io("fsync", e))?;
+    Ok(offset + buf.len() as u64)
+}
+
+/// An open key file with its block index loaded.
+pub struct KeysFile {
+    path: PathBuf,
+    file: File,
+    index: Vec<BlockIndex>,
+    #[cfg_attr(not(test), allow(dead_code))]
+    rows: u64,
+}
+
+fn le_u64(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+fn le_u32(b: &[u8], at: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(a)
+}
+
+impl KeysFile {
+    /// Opens a key file and reads its index.
+    pub fn open(path: &Path) -> Result<KeysFile, StoreError> {
+        let io = |op, e| StoreError::io(op, path, e);
+        let corrupt = |detail: String| StoreError::Corrupt {
+            what: "key file",
+            path: path.to_path_buf(),
+            detail,
+        };
+        let mut file = File::open(path).map_err(|e| io("open", e))?;
+        let len = file.metadata().map_err(|e| io("stat", e))?.len();
+        if len < (MAGIC.len() + FOOTER_LEN) as u64 {
+            return Err(corrupt(format!("only {len} bytes")));
+        }
+        let mut footer = [0u8; FOOTER_LEN];
+        file.seek(SeekFrom::End(-(FOOTER_LEN as i64)))
+            .map_err(|e| io("seek", e))?;
+        file.read_exact(&mut footer).map_err(|e| io("read", e))?;
+        if &footer[20..28] != MAGIC {
+            return Err(corrupt("bad footer magic".into()));
+        }
+        let index_offset = le_u64(&footer, 0);
+        let blocks = le_u32(&footer, 8) as usize;
+        let rows = le_u64(&footer, 12);
+        let index_len = (blocks * INDEX_ENTRY_LEN) as u64;
+        if index_offset + index_len + FOOTER_LEN as u64 != len {
+            return Err(corrupt(format!(
+                "index of {blocks} blocks does not fit {len} bytes"
+            )));
+        }
+        let mut raw = vec![0u8; index_len as usize];
+        file.seek(SeekFrom::Start(index_offset))
+            .map_err(|e| io("seek", e))?;
+        file.read_exact(&mut raw).map_err(|e| io("read", e))?;
+        let index = raw
+            .chunks_exact(INDEX_ENTRY_LEN)
+            .map(|e| BlockIndex {
+                first_lead: le_u64(e, 0) as i64,
+                last_lead: le_u64(e, 8) as i64,
+                offset: le_u64(e, 16),
+                len: le_u32(e, 24),
+                count: le_u32(e, 28),
+            })
+            .collect::<Vec<_>>();
+        for b in &index {
+            if b.offset + u64::from(b.len) > index_offset {
+                return Err(corrupt(format!(
+                    "block at {} runs past the index",
+                    b.offset
+                )));
+            }
+        }
+        Ok(KeysFile {
+            path: path.to_path_buf(),
+            file,
+            index,
+            rows,
+        })
+    }
+
+    /// Number of keys in the file.
+    #[cfg(test)]
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    fn read_block(
+        &mut self,
+        i: usize,
+        raw: &mut Vec<u8>,
+        out: &mut Vec<Key>,
+    ) -> Result<(), StoreError> {
+        let b = &self.index[i];
+        let (offset, len, count) = (b.offset, b.len as usize, b.count as usize);
+        let path = &self.path;
+        raw.resize(len, 0);
+        self.file
+            .seek(SeekFrom::Start(offset))
+            .map_err(|e| StoreError::io("seek", path, e))?;
+        self.file
+            .read_exact(raw)
+            .map_err(|e| StoreError::io("read", path, e))?;
+        out.clear();
+        let corrupt = || StoreError::Corrupt {
+            what: "key file",
+            path: path.clone(),
+            detail: format!("block at byte {offset} is malformed"),
+        };
+        let mut pos = 0;
+        let mut lead = ordered(self.index[i].first_lead);
+        while pos < raw.len() {
+            lead = lead
+                .checked_add(get_varint(raw, &mut pos).ok_or_else(corrupt)?)
+                .ok_or_else(corrupt)?;
+            let run = get_varint(raw, &mut pos).ok_or_else(corrupt)? as usize;
+            if run > count || pos + run * 8 > raw.len() {
+                return Err(corrupt());
+            }
+            for _ in 0..run {
+                out.push(Key {
+                    lead: unordered(lead),
+                    hash: le_u64(raw, pos),
+                });
+                pos += 8;
+            }
+        }
+        if out.len() != count {
+            return Err(corrupt());
+        }
+        Ok(())
+    }
+
+    /// Marks `dup[i]` for every key of `new` (sorted) that this file holds; returns how many
+    /// were newly marked. Reads only the blocks whose range overlaps `new`.
+    pub fn probe(&mut self, new: &[Key], dup: &mut [bool]) -> Result<u64, StoreError> {
+        let (Some(first), Some(last)) = (new.first(), new.last()) else {
+            return Ok(0);
+        };
+        let mut raw = Vec::new();
+        let mut block = Vec::new();
+        let mut marked = 0;
+        for i in 0..self.index.len() {
+            let (lo_lead, hi_lead) = (self.index[i].first_lead, self.index[i].last_lead);
+            if hi_lead < first.lead || lo_lead > last.lead {
+                continue;
+            }
+            let lo = new.partition_point(|k| k.lead < lo_lead);
+            let hi = new.partition_point(|k| k.lead <= hi_lead);
+            if lo == hi {
+                continue;
+            }
+            self.read_block(i, &mut raw, &mut block)?;
+            let (mut a, mut b) = (0, lo);
+            while a < block.len() && b < hi {
+                match block[a].cmp(&new[b]) {
+                    std::cmp::Ordering::Less => a += 1,
+                    std::cmp::Ordering::Greater => b += 1,
+                    std::cmp::Ordering::Equal => {
+                        if !dup[b] {
+                            dup[b] = true;
+                            marked += 1;
+                        }
+                        a += 1;
+                        b += 1;
+                    }
+                }
+            }
+        }
+        Ok(marked)
+    }
+
+    /// Every key in the file, in order.
+    #[cfg(test)]
+    pub fn read_all(&mut self) -> Result<Vec<Key>, StoreError> {
+        let mut out = Vec::with_capacity(self.rows as usize);
+        let (mut raw, mut block) = (Vec::new(), Vec::new());
+        for i in 0..self.index.len() {
+            self.read_block(i, &mut raw, &mut block)?;
+            out.append(&mut block);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(n: usize) -> Vec<Key> {
+        let mut v: Vec<Key> = (0..n)
+            .map(|i| Key {
+                lead: (i as i64 / 7) * 1_000_000_000 - 5_000_000_000,
+                hash: xxhash_rust::xxh3::xxh3_64(&i.to_le_bytes()),
+            })
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn round_trip_and_probe() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.keys");
+        let all = keys(30_000);
+        let stored: Vec<Key> = all.iter().copied().step_by(2).collect();
+        let bytes = write(&path, &stored).unwrap();
+        assert_eq!(bytes, std::fs::metadata(&path).unwrap().len());
+        let mut f = KeysFile::open(&path).unwrap();
+        assert_eq!(f.rows(), stored.len() as u64);
+        assert_eq!(f.read_all().unwrap(), stored);
+        let mut dup = vec![false; all.len()];
+        let marked = f.probe(&all, &mut dup).unwrap();
+        assert_eq!(marked, stored.len() as u64);
+        for (i, d) in dup.iter().enumerate() {
+            assert_eq!(*d, i % 2 == 0, "key {i}");
+        }
+    }
+
+    #[test]
+    fn extreme_leads_and_empty_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.keys");
+        let stored = vec![
+            Key {
+                lead: i64::MIN,
+                hash: 1,
+            },
+            Key {
+                lead: i64::MAX,
+                hash: 2,
+            },
+        ];
+        write(&path, &stored).unwrap();
+        assert_eq!(KeysFile::open(&path).unwrap().read_all().unwrap(), stored);
+        write(&path, &[]).unwrap();
+        let mut f = KeysFile::open(&path).unwrap();
+        assert!(f.read_all().unwrap().is_empty());
+        assert_eq!(f.probe(&stored, &mut [false, false]).unwrap(), 0);
+    }
+
+    #[test]
+    fn truncated_file_is_a_named_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.keys");
+        write(&path, &keys(100)).unwrap();
+        let len = std::fs::metadata(&path).unwrap().len();
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(len - 3).unwrap();
+        let err = KeysFile::open(&path).err().unwrap().to_string();
+        assert!(err.contains("c.keys"), "{err}");
+    }
+}

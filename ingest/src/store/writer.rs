@@ -1,0 +1,649 @@
+//! The single writer of a store: buffers rows, drops duplicates, writes sorted segments
+//! and publishes them with Kafka offsets in one log entry; compacts small segments;
+//! recovers from crashes by deleting files no log entry references.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs::{self, File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use arrow::array::{RecordBatch, UInt32Array};
+use arrow::compute::{concat_batches, take_record_batch};
+use whyslow_schemas::Table;
+
+use super::keys::{self, Key};
+use super::log::{Entry, KafkaOffset, SegmentEntry};
+use super::{Store, StoreError, fsio, segment, sidecar};
+
+const TMP_DIR: &str = "_tmp";
+const LOCK_FILE: &str = "_lock";
+
+/// Tuning of a [`StoreWriter`].
+#[derive(Debug, Clone)]
+pub struct WriterOptions {
+    /// A commit compacts a partition once it holds this many small segments (0 = never).
+    pub auto_compact_segments: usize,
+    /// Segments with fewer rows than this are small: candidates for compaction.
+    pub small_segment_rows: u64,
+    /// Most rows compaction puts into one segment (large commits are split at it too).
+    pub target_segment_rows: u64,
+    /// How long files removed from the visible state stay on disk for readers that opened
+    /// the store before; the writer deletes them after that.
+    pub retention: Duration,
+    /// A checkpoint of the whole state is written every this many log versions.
+    pub checkpoint_interval: u64,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            auto_compact_segments: 16,
+            small_segment_rows: 512 * 1024,
+            target_segment_rows: 2 * 1024 * 1024,
+            retention: Duration::from_secs(600),
+            checkpoint_interval: 32,
+        }
+    }
+}
+
+/// What one commit did for one table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TableCommit {
+    /// Rows written to new segments.
+    pub written: u64,
+    /// Rows dropped because the store, or the same commit, already held them.
+    pub duplicates: u64,
+    /// New segments.
+    pub segments: usize,
+    /// Parquet bytes written.
+    pub bytes: u64,
+    /// Key-file bytes written.
+    pub key_bytes: u64,
+}
+
+/// What a commit did.
+#[derive(Debug, Clone, Default)]
+pub struct CommitStats {
+    /// The log version written (`None` when there was nothing to record).
+    pub version: Option<u64>,
+    /// Per table that had rows buffered.
+    pub tables: BTreeMap<Table, TableCommit>,
+    /// The compaction the commit triggered, if any.
+    pub compaction: Option<CompactStats>,
+}
+
+impl CommitStats {
+    /// Rows written over all tables.
+    pub fn written(&self) -> u64 {
+        self.tables.values().map(|t| t.written).sum()
+    }
+
+    /// Duplicate rows skipped over all tables.
+    pub fn duplicates(&self) -> u64 {
+        self.tables.values().map(|t| t.duplicates).sum()
+    }
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompactStats {
+    /// The log version written (`None` when nothing needed merging).
+    pub version: Option<u64>,
+    /// Segments merged away.
+    pub segments_removed: usize,
+    /// Segments written in their place.
+    pub segments_added: usize,
+    /// Rows rewritten.
+    pub rows: u64,
+}
+
+/// The single writer of a store directory (holds `<root>/_lock` while it lives).
+pub struct StoreWriter {
+    store: Store,
+    _lock: File,
+    options: WriterOptions,
+    pending: BTreeMap<Table, Vec<RecordBatch>>,
+    nonce: u64,
+    seq: u64,
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+impl StoreWriter {
+    /// Opens (creating if needed) the store at `root` for writing with default options.
+    pub fn open(root: &Path) -> Result<StoreWriter, StoreError> {
+        StoreWriter::open_with(root, WriterOptions::default())
+    }
+
+    /// Opens the store for writing: takes the writer lock, then deletes what a crashed
+    /// writer left behind (temp files, segments no log entry made visible) and removed
+    /// files whose retention has passed.
+    pub fn open_with(root: &Path, options: WriterOptions) -> Result<StoreWriter, StoreError> {
+        let root = std::path::absolute(root).map_err(|e| StoreError::io("resolve", root, e))?;
+        fsio::create_dir_durable(&root)?;
+        let lock_path = root.join(LOCK_FILE);
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| StoreError::io("open", &lock_path, e))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => return Err(StoreError::Locked { path: root }),
+            Err(fs::TryLockError::Error(e)) => return Err(StoreError::io("lock", &lock_path, e)),
+        }
+        let store = Store::open(&root)?;
+        let nonce = xxhash_rust::xxh3::xxh3_64(
+            format!(
+                "{}-{}",
+                std::process::id(),
+                chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
+            )
+            .as_bytes(),
+        );
+        let mut w = StoreWriter {
+            store,
+            _lock: lock,
+            options,
+            pending: BTreeMap::new(),
+            nonce,
+            seq: 0,
+        };
+        w.recover()?;
+        Ok(w)
+    }
+
+    /// The committed state as this writer last left it.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The store root (absolute).
+    pub fn root(&self) -> &Path {
+        self.store.root()
+    }
+
+    /// Rows buffered and not yet committed.
+    pub fn pending_rows(&self) -> usize {
+        self.pending
+            .values()
+            .flatten()
+            .map(RecordBatch::num_rows)
+            .sum()
+    }
+
+    /// Buffers rows of `table` for the next [`commit`](Self::commit). The batch must have
+    /// the table's schema (`table.schema()`).
+    pub fn append(&mut self, table: Table, batch: RecordBatch) -> Result<(), StoreError> {
+        let batch = self.conform(table, batch)?;
+        if batch.num_rows() > 0 {
+            self.pending.entry(table).or_default().push(batch);
+        }
+        Ok(())
+    }
+
+    fn conform(&self, table: Table, batch: RecordBatch) -> Result<RecordBatch, StoreError> {
+        let schema = table.schema();
+        let err = |detail: String| StoreError::Schema {
+            path: self.root().to_path_buf(),
+            table,
+            detail,
+        };
+        let got = batch.schema();
+        if got.fields().len() != schema.fields().len() {
+            return Err(err(format!(
+                "{} columns, expected {}",
+                got.fields().len(),
+                schema.fields().len()
+            )));
+        }
+        for (g, w) in got.fields().iter().zip(schema.fields()) {
+            if g.name() != w.name() || !g.data_type().equals_datatype(w.data_type()) {
+                return Err(err(format!(
+                    "column {} {} where {} {} is expected",
+                    g.name(),
+                    g.data_type(),
+                    w.name(),
+                    w.data_type()
+                )));
+            }
+        }
+        RecordBatch::try_new(schema, batch.columns().to_vec()).map_err(|e| err(e.to_string()))
+    }
+
+    /// Writes the buffered rows that the store does not hold yet and makes them visible
+    /// atomically together with `offsets`. The buffer is emptied whether or not it succeeds
+    /// (appending the same rows again is harmless: they are deduplicated).
+    pub fn commit(&mut self, offsets: &[KafkaOffset]) -> Result<CommitStats, StoreError> {
+        let pending = std::mem::take(&mut self.pending);
+        let mut entry = self.new_entry("commit");
+        let mut stats = CommitStats::default();
+        let mut files = Vec::new();
+        let staged = (|| {
+            for (table, batches) in &pending {
+                let tc = self.stage(*table, batches, true, &mut entry, &mut files)?;
+                stats.tables.insert(*table, tc);
+            }
+            Ok::<(), StoreError>(())
+        })();
+        drop(pending);
+        if let Err(e) = staged {
+            discard(&files);
+            return Err(e);
+        }
+        let offsets_change = offsets.iter().any(|o| {
+            self.store
+                .state
+                .offsets
+                .get(&(o.topic.clone(), o.partition))
+                != Some(&o.next_offset)
+        });
+        if entry.add.is_empty() && !offsets_change {
+            return Ok(stats);
+        }
+        entry.offsets = offsets.to_vec();
+        self.publish(&entry, &files)?;
+        stats.version = Some(entry.version);
+        if self.options.auto_compact_segments > 0 {
+            let c = self.compact_partitions(self.options.auto_compact_segments.max(2))?;
+            if c.version.is_some() {
+                stats.compaction = Some(c);
+            }
+        }
+        Ok(stats)
+    }
+
+    /// Atomically replaces every row of `table` (meant for the derived tables analyzers
+    /// rebuild) with `batches`; duplicate rows among them are dropped.
+    pub fn replace_table(
+        &mut self,
+        table: Table,
+        batches: Vec<RecordBatch>,
+    ) -> Result<TableCommit, StoreError> {
+        let batches = batches
+            .into_iter()
+            .map(|b| self.conform(table, b))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut entry = self.new_entry("replace");
+        let mut files = Vec::new();
+        let tc = match self.stage(table, &batches, false, &mut entry, &mut files) {
+            Ok(tc) => tc,
+            Err(e) => {
+                discard(&files);
+                return Err(e);
+            }
+        };
+        entry.remove = self
+            .store
+            .state
+            .segments_of(table)
+            .map(|s| s.path.clone())
+            .collect();
+        if entry.add.is_empty() && entry.remove.is_empty() {
+            return Ok(tc);
+        }
+        self.publish(&entry, &files)?;
+        Ok(tc)
+    }
+
+    /// Merges the small segments of every partition that has at least two of them.
+    pub fn compact(&mut self) -> Result<CompactStats, StoreError> {
+        self.compact_partitions(2)
+    }
+
+    fn new_entry(&self, operation: &str) -> Entry {
+        Entry {
+            version: self.store.state.version + 1,
+            timestamp_ms: now_ms(),
+            operation: operation.to_string(),
+            ..Entry::default()
+        }
+    }
+
+    /// Writes the log entry; on success checkpoints when due and deletes expired files.
+    fn publish(&mut self, entry: &Entry, files: &[PathBuf]) -> Result<(), StoreError> {
+        let root = self.store.root.clone();
+        if let Err(e) = self.store.state.commit(&root, entry) {
+            if !matches!(e, StoreError::Conflict { .. }) {
+                discard(files);
+            }
+            return Err(e);
+        }
+        let st = &mut self.store.state;
+        if st.version >= st.checkpoint_version + self.options.checkpoint_interval.max(1) {
+            st.checkpoint(&root)?;
+        }
+        self.vacuum()
+    }
+
+    /// Dedupes `batches` of `table` (against the store if `against_store`), writes the new
+    /// rows as segments and records them in `entry`.
+    fn stage(
+        &mut self,
+        table: Table,
+        batches: &[RecordBatch],
+        against_store: bool,
+        entry: &mut Entry,
+        files: &mut Vec<PathBuf>,
+    ) -> Result<TableCommit, StoreError> {
+        let root = self.store.root.clone();
+        let mut tc = TableCommit::default();
+        let batch =
+            concat_batches(&table.schema(), batches).map_err(|source| StoreError::Arrow {
+                path: root.clone(),
+                source,
+            })?;
+        let n = batch.num_rows();
+        if n == 0 {
+            return Ok(tc);
+        }
+        let row_keys = keys::row_keys(table, &batch).map_err(|m| StoreError::Schema {
+            path: root.clone(),
+            table,
+            detail: format!("column {} missing or of another type", m.0),
+        })?;
+        // Sorted by (key, position): the first occurrence of a key is kept.
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        order.sort_unstable_by_key(|&i| (row_keys[i as usize], i));
+        let mut uniq_rows: Vec<u32> = Vec::with_capacity(n);
+        let mut uniq_keys: Vec<Key> = Vec::with_capacity(n);
+        for i in order {
+            let k = row_keys[i as usize];
+            if uniq_keys.last() != Some(&k) {
+                uniq_rows.push(i);
+                uniq_keys.push(k);
+            }
+        }
+        drop(row_keys);
+        let mut dup = vec![false; uniq_keys.len()];
+        if against_store && let (Some(first), Some(last)) = (uniq_keys.first(), uniq_keys.last()) {
+            for seg in self.store.state.segments_of(table) {
+                if seg.key_max < first.lead || seg.key_min > last.lead {
+                    continue;
+                }
+                let mut kf = sidecar::KeysFile::open(&root.join(&seg.keys_path))?;
+                kf.probe(&uniq_keys, &mut dup)?;
+            }
+        }
+        let times = keys::time_values(table, &batch).ok().flatten();
+        // Survivors grouped by UTC day of the time column, each group still in key order.
+        let mut groups: BTreeMap<Option<i64>, (Vec<u32>, Vec<Key>)> = BTreeMap::new();
+        for ((row, key), d) in uniq_rows.into_iter().zip(uniq_keys).zip(dup) {
+            if d {
+                continue;
+            }
+            let day = times.map(|t| segment::day_of(t[row as usize]));
+            let g = groups.entry(day).or_default();
+            g.0.push(row);
+            g.1.push(key);
+        }
+        let max_rows = self.options.target_segment_rows.max(1) as usize;
+        for (day, (rows, keys)) in groups {
+            for (rows, keys) in rows.chunks(max_rows).zip(keys.chunks(max_rows)) {
+                let part = take_record_batch(&batch, &UInt32Array::from(rows.to_vec())).map_err(
+                    |source| StoreError::Arrow {
+                        path: root.clone(),
+                        source,
+                    },
+                )?;
+                let (seg, written) =
+                    self.write_segment(table, day, &part, keys, entry.version, files)?;
+                tc.written += written;
+                tc.segments += 1;
+                tc.bytes += seg.bytes;
+                tc.key_bytes += seg.keys_bytes;
+                entry.add.push(seg);
+            }
+        }
+        tc.duplicates = n as u64 - tc.written;
+        Ok(tc)
+    }
+
+    /// Writes one segment (rows `part`, whose keys in row order are `keys`, sorted) into
+    /// its partition directory; the caller makes it visible with a log entry.
+    fn write_segment(
+        &mut self,
+        table: Table,
+        day: Option<i64>,
+        part: &RecordBatch,
+        keys: &[Key],
+        version: u64,
+        files: &mut Vec<PathBuf>,
+    ) -> Result<(SegmentEntry, u64), StoreError> {
+        let root = self.store.root.clone();
+        self.seq += 1;
+        let name = format!("{version:010}-{:05}-{:016x}", self.seq, self.nonce);
+        let partition = day.map(segment::day_name);
+        let rel_dir = match &partition {
+            Some(p) => format!("{}/date={p}", table.name()),
+            None => table.name().to_string(),
+        };
+        let tmp_dir = root.join(TMP_DIR);
+        fsio::create_dir_durable(&tmp_dir)?;
+        let tmp_pq = tmp_dir.join(format!("{name}.parquet"));
+        let tmp_keys = tmp_dir.join(format!("{name}.keys"));
+        files.push(tmp_pq.clone());
+        files.push(tmp_keys.clone());
+        let sorted = segment::sort_for_storage(table, part, keys, &tmp_pq)?;
+        let bytes = segment::write_parquet(table, &sorted, &tmp_pq)?;
+        let keys_bytes = sidecar::write(&tmp_keys, keys)?;
+        let (min_time_ns, max_time_ns) = match keys::time_values(table, &sorted).ok().flatten() {
+            Some(t) => (t.iter().min().copied(), t.iter().max().copied()),
+            None => (None, None),
+        };
+        let rel_pq = format!("{rel_dir}/{name}.parquet");
+        let rel_keys = format!("{rel_dir}/{name}.keys");
+        fsio::create_dir_durable(&root.join(&rel_dir))?;
+        for (tmp, rel) in [(&tmp_pq, &rel_pq), (&tmp_keys, &rel_keys)] {
+            let to = root.join(rel);
+            files.push(to.clone());
+            fsio::rename_durable(tmp, &to)?;
+        }
+        let rows = part.num_rows() as u64;
+        let seg = SegmentEntry {
+            table: table.name().to_string(),
+            path: rel_pq,
+            keys_path: rel_keys,
+            partition,
+            rows,
+            bytes,
+            keys_bytes,
+            min_time_ns,
+            max_time_ns,
+            key_min: keys.first().map_or(0, |k| k.lead),
+            key_max: keys.last().map_or(0, |k| k.lead),
+        };
+        Ok((seg, rows))
+    }
+
+    /// Merges small segments of partitions that hold at least `min_count` of them.
+    fn compact_partitions(&mut self, min_count: usize) -> Result<CompactStats, StoreError> {
+        let small = self.options.small_segment_rows;
+        let target = self.options.target_segment_rows.max(1);
+        let mut bins: Vec<(Table, Vec<SegmentEntry>)> = Vec::new();
+        for (&table, segs) in &self.store.state.segments {
+            let mut by_part: BTreeMap<Option<String>, Vec<&SegmentEntry>> = BTreeMap::new();
+            for s in segs.iter().filter(|s| s.rows < small) {
+                by_part.entry(s.partition.clone()).or_default().push(s);
+            }
+            for group in by_part
+                .into_values()
+                .filter(|g| g.len() >= min_count.max(2))
+            {
+                let mut bin: Vec<SegmentEntry> = Vec::new();
+                let mut rows = 0;
+                for s in group {
+                    if !bin.is_empty() && rows + s.rows > target {
+                        bins.push((table, std::mem::take(&mut bin)));
+                        rows = 0;
+                    }
+                    rows += s.rows;
+                    bin.push(s.clone());
+                }
+                bins.push((table, bin));
+            }
+        }
+        bins.retain(|(_, b)| b.len() >= 2);
+        let mut stats = CompactStats::default();
+        if bins.is_empty() {
+            return Ok(stats);
+        }
+        let mut entry = self.new_entry("compact");
+        let mut files = Vec::new();
+        let merged = (|| {
+            for (table, bin) in &bins {
+                stats.rows += self.merge(*table, bin, &mut entry, &mut files)?;
+                stats.segments_removed += bin.len();
+                stats.segments_added += 1;
+            }
+            Ok::<(), StoreError>(())
+        })();
+        if let Err(e) = merged {
+            discard(&files);
+            return Err(e);
+        }
+        self.publish(&entry, &files)?;
+        stats.version = Some(entry.version);
+        Ok(stats)
+    }
+
+    /// Rewrites the segments of `bin` (one table and partition) as one; returns its rows.
+    fn merge(
+        &mut self,
+        table: Table,
+        bin: &[SegmentEntry],
+        entry: &mut Entry,
+        files: &mut Vec<PathBuf>,
+    ) -> Result<u64, StoreError> {
+        let root = self.store.root.clone();
+        let mut batches = Vec::new();
+        for s in bin {
+            batches.extend(segment::read_parquet(&root.join(&s.path))?);
+        }
+        let batch =
+            concat_batches(&table.schema(), &batches).map_err(|source| StoreError::Arrow {
+                path: root.join(&bin[0].path),
+                source,
+            })?;
+        drop(batches);
+        let row_keys = keys::row_keys(table, &batch).map_err(|m| StoreError::Corrupt {
+            what: "segment",
+            path: root.join(&bin[0].path),
+            detail: format!("column {} missing or of another type", m.0),
+        })?;
+        let mut order: Vec<u32> = (0..batch.num_rows() as u32).collect();
+        order.sort_unstable_by_key(|&i| (row_keys[i as usize], i));
+        order.dedup_by_key(|i| row_keys[*i as usize]);
+        let keys: Vec<Key> = order.iter().map(|&i| row_keys[i as usize]).collect();
+        let part = take_record_batch(&batch, &UInt32Array::from(order)).map_err(|source| {
+            StoreError::Arrow {
+                path: root.join(&bin[0].path),
+                source,
+            }
+        })?;
+        let day = bin[0].min_time_ns.map(segment::day_of);
+        let (seg, rows) = self.write_segment(table, day, &part, &keys, entry.version, files)?;
+        entry.add.push(seg);
+        entry.remove.extend(bin.iter().map(|s| s.path.clone()));
+        Ok(rows)
+    }
+
+    /// Deletes what a crashed writer left: temp files and segment files that no log entry
+    /// references; then expired removed files.
+    fn recover(&mut self) -> Result<(), StoreError> {
+        let root = self.store.root.clone();
+        let tmp_dir = root.join(TMP_DIR);
+        for path in list_files(&tmp_dir)? {
+            fsio::remove_if_exists(&path)?;
+        }
+        for path in list_files(&root.join(super::log::LOG_DIR))? {
+            if path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(".tmp-"))
+            {
+                fsio::remove_if_exists(&path)?;
+            }
+        }
+        let referenced: HashSet<String> = self.store.state.referenced_files();
+        for table in Table::ALL {
+            let table_dir = root.join(table.name());
+            let mut dirs = vec![table_dir.clone()];
+            for p in list_dirs(&table_dir)? {
+                dirs.push(p);
+            }
+            for dir in dirs {
+                for path in list_files(&dir)? {
+                    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                        continue;
+                    };
+                    if !(name.ends_with(".parquet") || name.ends_with(".keys")) {
+                        continue;
+                    }
+                    let Ok(rel) = path.strip_prefix(&root) else {
+                        continue;
+                    };
+                    let rel = rel.to_string_lossy().replace('\\', "/");
+                    if !referenced.contains(&rel) {
+                        tracing::info!(path = %path.display(), "removing uncommitted segment file");
+                        fsio::remove_if_exists(&path)?;
+                    }
+                }
+            }
+        }
+        self.vacuum()
+    }
+
+    /// Deletes removed files whose retention has passed.
+    fn vacuum(&mut self) -> Result<(), StoreError> {
+        let cutoff = now_ms() - self.options.retention.as_millis() as i64;
+        let root = self.store.root.clone();
+        let mut keep = Vec::new();
+        for t in std::mem::take(&mut self.store.state.tombstones) {
+            if t.removed_ms <= cutoff {
+                fsio::remove_if_exists(&root.join(&t.path))?;
+            } else {
+                keep.push(t);
+            }
+        }
+        self.store.state.tombstones = keep;
+        Ok(())
+    }
+}
+
+/// Best-effort removal of files of a failed commit (orphans are also removed on next open).
+fn discard(files: &[PathBuf]) {
+    for f in files {
+        let _ = fs::remove_file(f);
+    }
+}
+
+fn list_entries(dir: &Path, want_dirs: bool) -> Result<Vec<PathBuf>, StoreError> {
+    let rd = match fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(StoreError::io("list", dir, e)),
+    };
+    let mut out = Vec::new();
+    for item in rd {
+        let item = item.map_err(|e| StoreError::io("list", dir, e))?;
+        let ft = item
+            .file_type()
+            .map_err(|e| StoreError::io("stat", item.path(), e))?;
+        if ft.is_dir() == want_dirs {
+            out.push(item.path());
+        }
+    }
+    Ok(out)
+}
+
+fn list_files(dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
+    list_entries(dir, false)
+}
+
+fn list_dirs(dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
+    list_entries(dir, true)
+}
