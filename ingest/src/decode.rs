@@ -10,6 +10,8 @@ use std::str::FromStr;
 
 use whyslow_schemas::{DeadLetterBuilder, EventsBuilder, MetricsBuilder};
 
+pub mod k8s;
+
 /// The longest record (line or document) a decoder accepts; longer ones are rejected.
 pub const MAX_RECORD_BYTES: usize = 8 * 1024 * 1024;
 
