@@ -174,7 +174,7 @@ impl K8sDecoder {
                 let ev: Event = serde_json::from_slice(bytes).map_err(schema)?;
                 events::event_rows(&ev, &self.owners, &mut self.rows)
             }
-            "Workload" => {
+            "Workload" if text(&head.api_version).is_none_or(|v| v.starts_with("kueue.x-k8s.io/")) => {
                 let wl: Workload = serde_json::from_slice(bytes).map_err(schema)?;
                 kueue::workload_rows(&wl, &mut self.owners, &mut self.rows)
             }
