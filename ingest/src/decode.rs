@@ -10,6 +10,7 @@ use std::str::FromStr;
 
 use whyslow_schemas::{DeadLetterBuilder, EventsBuilder, MetricsBuilder};
 
+pub mod envelope;
 pub mod k8s;
 
 /// The longest record (line or document) a decoder accepts; longer ones are rejected.

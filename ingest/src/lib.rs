@@ -1,6 +1,8 @@
 //! Sources, decoders and the append-only Parquet event log.
 
 pub mod decode;
+pub mod run;
+pub mod source;
 pub mod store;
 pub mod time;
 

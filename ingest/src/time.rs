@@ -13,6 +13,9 @@ pub struct BadTime(pub String);
 /// Parses RFC 3339 (`2026-11-29T10:15:02.123Z`, `+00:00` or `+0000` offsets, a space
 /// instead of `T`) into UTC nanoseconds.
 pub fn parse_rfc3339(s: &str) -> Result<Nanos, BadTime> {
+    if let Some(ns) = parse_rfc3339_canonical(s) {
+        return Ok(ns);
+    }
     let t = s.trim();
     let parsed = DateTime::parse_from_rfc3339(t)
         .or_else(|_| DateTime::parse_from_str(t, "%Y-%m-%dT%H:%M:%S%.f%z"))
@@ -22,6 +25,64 @@ pub fn parse_rfc3339(s: &str) -> Result<Nanos, BadTime> {
         Ok(dt) => dt.timestamp_nanos_opt().ok_or_else(|| BadTime(s.to_string())),
         Err(_) => Err(BadTime(s.to_string())),
     }
+}
+
+/// RFC 3339 read by [`parse_stamp_prefix`] without chrono's general parser (it is on the
+/// hot path of every JSON decoder): only a stamp that is the whole text and has an offset.
+fn parse_rfc3339_canonical(s: &str) -> Option<Nanos> {
+    parse_stamp_prefix(s).filter(|st| st.len == s.len() && st.has_offset).map(|st| st.ns)
+}
+
+/// A time given on the command line (`--time`, `--from`, `--to`, `--boot-time`): RFC 3339,
+/// `now`, or relative to `now_ns` as a minus sign and one or more amounts with units
+/// (`-2h`, `-30m`, `-1h30m`, `-45s`, `-7d`, `-1w`).
+pub fn parse_cli_time(s: &str, now_ns: Nanos) -> Result<Nanos, BadTime> {
+    let t = s.trim();
+    if t == "now" {
+        return Ok(now_ns);
+    }
+    match t.strip_prefix('-') {
+        Some(rel) if rel.starts_with(|c: char| c.is_ascii_digit()) => {
+            let back = parse_duration_ns(rel).ok_or_else(|| BadTime(s.to_string()))?;
+            now_ns.checked_sub(back).ok_or_else(|| BadTime(s.to_string()))
+        }
+        _ => parse_rfc3339(t),
+    }
+}
+
+/// A duration as amounts with units (`90s`, `1h30m`, `2d`, `500ms`), in nanoseconds.
+pub fn parse_duration_ns(s: &str) -> Option<i64> {
+    let mut total: i64 = 0;
+    let mut rest = s;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let n = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        if n == 0 {
+            return None;
+        }
+        let amount: i64 = rest[..n].parse().ok()?;
+        rest = &rest[n..];
+        let u = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit_ns: i64 = match &rest[..u] {
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60 * 1_000_000_000,
+            "h" => 3_600 * 1_000_000_000,
+            "d" => 86_400 * 1_000_000_000,
+            "w" => 7 * 86_400 * 1_000_000_000,
+            _ => return None,
+        };
+        rest = &rest[u..];
+        total = total.checked_add(amount.checked_mul(unit_ns)?)?;
+    }
+    Some(total)
+}
+
+/// Now, in nanoseconds since the Unix epoch.
+pub fn now_ns() -> Nanos {
+    chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX)
 }
 
 /// Parses a naive local timestamp that is known to be UTC (`2026-11-29T10:15:02.5`).
@@ -68,6 +129,242 @@ pub fn format_rfc3339(ns: Nanos) -> String {
     DateTime::from_timestamp_nanos(ns).to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
 }
 
+/// A date-time written at the start of a line: the instant and how many bytes it took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    /// Nanoseconds since the Unix epoch, UTC.
+    pub ns: Nanos,
+    /// Bytes of the input the stamp occupied.
+    pub len: usize,
+    /// Whether the text carried its own UTC offset (`Z`, `+00:00`, `+0000`); stamps
+    /// without one are read as UTC.
+    pub has_offset: bool,
+}
+
+fn digits(b: &[u8], at: usize, n: usize) -> Option<u32> {
+    let s = b.get(at..at + n)?;
+    let mut v = 0u32;
+    for &c in s {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + u32::from(c - b'0');
+    }
+    Some(v)
+}
+
+/// Reads `.123`/`,123456789` after the seconds: the nanoseconds and the bytes taken.
+fn fraction(b: &[u8], at: usize) -> (u32, usize) {
+    if !matches!(b.get(at), Some(b'.' | b',')) {
+        return (0, 0);
+    }
+    let mut ns = 0u32;
+    let mut n = 0usize;
+    while let Some(&c) = b.get(at + 1 + n) {
+        if !c.is_ascii_digit() {
+            break;
+        }
+        if n < 9 {
+            ns = ns * 10 + u32::from(c - b'0');
+        }
+        n += 1;
+    }
+    if n == 0 {
+        return (0, 0);
+    }
+    for _ in n..9 {
+        ns *= 10;
+    }
+    (ns, n + 1)
+}
+
+fn civil_to_ns(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32, frac_ns: u32) -> Option<Nanos> {
+    let date = chrono::NaiveDate::from_ymd_opt(y, mo, d)?;
+    let t = date.and_hms_nano_opt(h, mi, s.min(59), frac_ns)?;
+    let ns = t.and_utc().timestamp_nanos_opt()?;
+    // A leap second (`:60`) is read as the last instant of the minute plus one second.
+    ns.checked_add(if s == 60 { 1_000_000_000 } else { 0 })
+}
+
+/// Reads a date-time at the start of `s`: `YYYY-MM-DD`, then `T` or one space,
+/// `HH:MM:SS`, an optional `.`/`,` fraction, and an optional `Z`, `±HH:MM` or `±HHMM`
+/// offset. Covers RFC 3339 (CRI, `kubectl logs --timestamps`), Python logging's
+/// `asctime` (`2025-10-18 00:08:51,982`), slurm's `2026-11-29T10:15:02.123`.
+/// Stamps without an offset are read as UTC (`has_offset` says which it was).
+pub fn parse_stamp_prefix(s: &str) -> Option<Stamp> {
+    let b = s.as_bytes();
+    let y = digits(b, 0, 4)?;
+    if b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') || !matches!(b.get(10), Some(b'T' | b't' | b' ')) {
+        return None;
+    }
+    let (mo, d) = (digits(b, 5, 2)?, digits(b, 8, 2)?);
+    if b.get(13) != Some(&b':') || b.get(16) != Some(&b':') {
+        return None;
+    }
+    let (h, mi, sec) = (digits(b, 11, 2)?, digits(b, 14, 2)?, digits(b, 17, 2)?);
+    let (frac_ns, flen) = fraction(b, 19);
+    let mut at = 19 + flen;
+    let mut offset_secs: i64 = 0;
+    let mut has_offset = false;
+    match b.get(at) {
+        Some(b'Z' | b'z') => {
+            has_offset = true;
+            at += 1;
+        }
+        Some(&sign @ (b'+' | b'-')) => {
+            let oh = digits(b, at + 1, 2);
+            let (om, olen) = if b.get(at + 3) == Some(&b':') {
+                (digits(b, at + 4, 2), 6)
+            } else {
+                (digits(b, at + 3, 2), 5)
+            };
+            if let (Some(oh), Some(om)) = (oh, om) {
+                offset_secs = i64::from(oh * 3600 + om * 60);
+                if sign == b'-' {
+                    offset_secs = -offset_secs;
+                }
+                has_offset = true;
+                at += olen;
+            }
+        }
+        _ => {}
+    }
+    let local = civil_to_ns(y as i32, mo, d, h, mi, sec, frac_ns)?;
+    let ns = local.checked_sub(offset_secs * 1_000_000_000)?;
+    Some(Stamp { ns, len: at, has_offset })
+}
+
+/// Reads a glog / c10 stamp at the start of `s`: a level letter (`IWEF`), month and day
+/// (`1129`, or c10's unpadded `429`), a space and `HH:MM:SS.ffffff`: `I1129 10:15:02.123456`,
+/// `W429 01:22:58.895439547`. The format has no year: `year_ref` (a time already known
+/// in the same stream, or `--time`) supplies it; a line in January–February read against
+/// a reference in November–December (or the reverse) is taken to be across a New Year.
+pub fn parse_glog_prefix(s: &str, year_ref: Nanos) -> Option<Stamp> {
+    let b = s.as_bytes();
+    if !matches!(b.first(), Some(b'I' | b'W' | b'E' | b'F')) {
+        return None;
+    }
+    let sp = b.iter().take(6).position(|&c| c == b' ')?;
+    let md_len = sp.checked_sub(1)?;
+    if !(3..=4).contains(&md_len) {
+        return None;
+    }
+    let md = digits(b, 1, md_len)?;
+    let (mo, d) = (md / 100, md % 100);
+    let t = sp + 1;
+    if b.get(t + 2) != Some(&b':') || b.get(t + 5) != Some(&b':') {
+        return None;
+    }
+    let (h, mi, sec) = (digits(b, t, 2)?, digits(b, t + 3, 2)?, digits(b, t + 6, 2)?);
+    let (frac_ns, flen) = fraction(b, t + 8);
+    let reference = DateTime::from_timestamp_nanos(year_ref);
+    let (ref_year, ref_month) = (chrono::Datelike::year(&reference), chrono::Datelike::month(&reference));
+    // Only a reference at one end of the year and a line at the other cross it (a
+    // reference may be a little before the line, or the file's mtime after it).
+    let year = match (ref_month as i32) - (mo as i32) {
+        d if d > 9 => ref_year + 1,
+        d if d < -9 => ref_year - 1,
+        _ => ref_year,
+    };
+    let ns = civil_to_ns(year, mo, d, h, mi, sec, frac_ns)?;
+    Some(Stamp { ns, len: t + 8 + flen, has_offset: false })
+}
+
+/// An epoch timestamp written as a decimal string, read exactly (no float rounding):
+/// whole numbers by magnitude as [`from_epoch_integer`] (Prometheus 0.0.4 writes
+/// milliseconds), numbers with a fraction as seconds (OpenMetrics: `1520879607.789`).
+/// Exponent forms (`1.5e9`) go through [`from_epoch_number`].
+pub fn parse_epoch_decimal(s: &str) -> Result<Nanos, BadTime> {
+    let bad = || BadTime(s.to_string());
+    let t = s.trim();
+    let t = t.strip_prefix('+').unwrap_or(t);
+    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    let all_digits = |x: &str| x.bytes().all(|c| c.is_ascii_digit());
+    if int.is_empty() || !all_digits(int) || !all_digits(frac) || int.len() > 19 {
+        return t.parse::<f64>().map_err(|_| bad()).and_then(from_epoch_number);
+    }
+    let whole: i64 = int.parse().map_err(|_| bad())?;
+    if frac.is_empty() {
+        return from_epoch_integer(whole);
+    }
+    let mut ns = 0i64;
+    for (i, c) in frac.bytes().take(9).enumerate() {
+        ns += i64::from(c - b'0') * 10i64.pow(8 - i as u32);
+    }
+    whole.checked_mul(1_000_000_000).and_then(|w| w.checked_add(ns)).ok_or_else(bad)
+}
+
+/// The month of a three-letter English abbreviation (`Jan` → 1).
+pub fn month_from_abbrev(m: &str) -> Option<u32> {
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    MONTHS.iter().position(|x| x.eq_ignore_ascii_case(m)).map(|i| i as u32 + 1)
+}
+
+/// The year a date of `month` written without one most likely has, near `year_ref`:
+/// a month more than six away from the reference's is across a New Year.
+fn year_near(year_ref: Nanos, month: u32) -> i32 {
+    let reference = DateTime::from_timestamp_nanos(year_ref);
+    let (ref_year, ref_month) = (chrono::Datelike::year(&reference), chrono::Datelike::month(&reference));
+    match ref_month as i32 - month as i32 {
+        d if d > 6 => ref_year + 1,
+        d if d < -6 => ref_year - 1,
+        _ => ref_year,
+    }
+}
+
+/// `HH:MM:SS[.frac]` at `at`: (hour, minute, second, fraction ns, bytes taken).
+fn clock_at(b: &[u8], at: usize) -> Option<(u32, u32, u32, u32, usize)> {
+    if b.get(at + 2) != Some(&b':') || b.get(at + 5) != Some(&b':') {
+        return None;
+    }
+    let (h, mi, s) = (digits(b, at, 2)?, digits(b, at + 3, 2)?, digits(b, at + 6, 2)?);
+    let (frac_ns, flen) = fraction(b, at + 8);
+    Some((h, mi, s, frac_ns, 8 + flen))
+}
+
+/// Reads a ctime date (`dmesg -T` / `--ctime`, inside its brackets): `Tue Jan  9 14:24:05 2024`
+/// (the weekday may be missing). The kernel prints local time; it is read as UTC.
+pub fn parse_ctime(s: &str) -> Option<Nanos> {
+    let mut parts = s.split_ascii_whitespace();
+    let mut first = parts.next()?;
+    if month_from_abbrev(first).is_none() {
+        first = parts.next()?; // a weekday
+    }
+    let mo = month_from_abbrev(first)?;
+    let d: u32 = parts.next()?.parse().ok()?;
+    let clock = parts.next()?;
+    let y: i32 = parts.next()?.parse().ok()?;
+    if parts.next().is_some() {
+        return None;
+    }
+    let (h, mi, sec, frac_ns, n) = clock_at(clock.as_bytes(), 0)?;
+    if n != clock.len() {
+        return None;
+    }
+    civil_to_ns(y, mo, d, h, mi, sec, frac_ns)
+}
+
+/// Reads an RFC 3164 syslog date at the start of `s`: `Nov 29 10:15:02` or `Nov  9 10:15:02`
+/// (an optional fraction is allowed). It has no year: the one nearest `year_ref` is used
+/// (see [`parse_glog_prefix`]). No offset either: read as UTC.
+pub fn parse_syslog_prefix(s: &str, year_ref: Nanos) -> Option<Stamp> {
+    let b = s.as_bytes();
+    let mo = month_from_abbrev(s.get(0..3)?)?;
+    if b.get(3) != Some(&b' ') {
+        return None;
+    }
+    let (d, at) = match (b.get(4), b.get(5)) {
+        (Some(b' '), Some(c)) if c.is_ascii_digit() => (u32::from(c - b'0'), 6),
+        _ => (digits(b, 4, 2)?, 6),
+    };
+    if b.get(at) != Some(&b' ') {
+        return None;
+    }
+    let (h, mi, sec, frac_ns, n) = clock_at(b, at + 1)?;
+    let ns = civil_to_ns(year_near(year_ref, mo), mo, d, h, mi, sec, frac_ns)?;
+    Some(Stamp { ns, len: at + 1 + n, has_offset: false })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,6 +381,53 @@ mod tests {
     }
 
     #[test]
+    fn canonical_fast_path_agrees_with_chrono() {
+        let cases = [
+            "2025-11-29T10:15:02Z",
+            "2025-11-29T10:15:02.1Z",
+            "2025-11-29T10:15:02.123456789Z",
+            "2024-02-29T23:59:59.999+05:30",
+            "1970-01-01T00:00:00Z",
+            "2000-03-01T00:00:00-08:00",
+            "2100-12-31T12:00:00.5+00:00",
+            "1999-12-31T23:59:59.000001-00:30",
+        ];
+        for c in cases {
+            let want = DateTime::parse_from_rfc3339(c).unwrap().timestamp_nanos_opt().unwrap();
+            assert_eq!(parse_rfc3339_canonical(c), Some(want), "{c}");
+            assert_eq!(parse_rfc3339(c).unwrap(), want, "{c}");
+        }
+        for bad in [
+            "2025-02-29T10:15:02Z",
+            "2025-13-01T10:15:02Z",
+            "2025-11-29T24:00:00Z",
+            "2025-11-29T10:15:02.Z",
+            "2025-11-29T10:15:02",
+            "2025-11-29T10:15:02+0100x",
+        ] {
+            assert_eq!(parse_rfc3339_canonical(bad), None, "{bad}");
+            assert!(parse_rfc3339(bad).is_err(), "{bad}");
+        }
+        // Leap seconds and lower-case separators fall through to chrono.
+        assert!(parse_rfc3339("2016-12-31T23:59:60Z").is_ok());
+        assert!(parse_rfc3339("2025-11-29t10:15:02z").is_ok());
+    }
+
+    #[test]
+    fn cli_times() {
+        let now = 1_764_411_302_000_000_000;
+        assert_eq!(parse_cli_time("now", now).unwrap(), now);
+        assert_eq!(parse_cli_time("-2h", now).unwrap(), now - 7_200_000_000_000);
+        assert_eq!(parse_cli_time("-30m", now).unwrap(), now - 1_800_000_000_000);
+        assert_eq!(parse_cli_time("-1h30m", now).unwrap(), now - 5_400_000_000_000);
+        assert_eq!(parse_cli_time("-500ms", now).unwrap(), now - 500_000_000);
+        assert_eq!(parse_cli_time("2025-11-29T10:15:02Z", now).unwrap(), now);
+        for bad in ["-2", "-h", "-2x", "yesterday", "-", "-1h-2m", "-99999999999999999999d"] {
+            assert!(parse_cli_time(bad, now).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn epoch_numbers() {
         assert_eq!(from_epoch_integer(1_764_411_302).unwrap(), 1_764_411_302_000_000_000);
         assert_eq!(from_epoch_integer(1_764_411_302_123).unwrap(), 1_764_411_302_123_000_000);
@@ -93,5 +437,70 @@ mod tests {
         assert_eq!(from_epoch_number(1_764_411_302_123.0).unwrap(), 1_764_411_302_123_000_000);
         assert!(from_epoch_number(f64::NAN).is_err());
         assert!(from_epoch_integer(-1).is_err());
+    }
+
+    #[test]
+    fn stamp_prefixes() {
+        let want = 1_764_411_302_123_000_000;
+        let st = parse_stamp_prefix("2025-11-29T10:15:02.123Z stdout F x").unwrap();
+        assert_eq!((st.ns, st.len, st.has_offset), (want, 24, true));
+        let st = parse_stamp_prefix("2025-11-29T10:15:02.123456789Z").unwrap();
+        assert_eq!(st.ns, want + 456_789);
+        assert_eq!(parse_stamp_prefix("2025-11-29T11:15:02.123+01:00 x").unwrap().ns, want);
+        assert_eq!(parse_stamp_prefix("2025-11-29T09:15:02.123-0100").unwrap().ns, want);
+        let st = parse_stamp_prefix("2025-11-29 10:15:02,123 - INFO").unwrap();
+        assert_eq!((st.ns, st.len, st.has_offset), (want, 23, false));
+        assert_eq!(parse_stamp_prefix("2025-11-29T10:15:02 x").unwrap().len, 19);
+        assert!(parse_stamp_prefix("2025-13-29T10:15:02Z").is_none());
+        assert!(parse_stamp_prefix("2025-11-29").is_none());
+        assert!(parse_stamp_prefix("").is_none());
+    }
+
+    #[test]
+    fn glog_prefixes() {
+        let reference = parse_rfc3339("2025-11-01T00:00:00Z").unwrap();
+        let st = parse_glog_prefix("I1129 10:15:02.123456 1 run.py:793] x", reference).unwrap();
+        assert_eq!(st.ns, 1_764_411_302_123_456_000);
+        assert_eq!(st.len, 21);
+        let st = parse_glog_prefix("W429 01:22:58.895439547 reducer.cpp:1400]", reference).unwrap();
+        assert_eq!(format_rfc3339(st.ns), "2025-04-29T01:22:58.895439547Z");
+        // January lines read against a December reference belong to the next year.
+        let december = parse_rfc3339("2025-12-31T23:00:00Z").unwrap();
+        let st = parse_glog_prefix("E0101 00:00:01.000000", december).unwrap();
+        assert_eq!(format_rfc3339(st.ns), "2026-01-01T00:00:01Z");
+        assert!(parse_glog_prefix("Info 10:15", reference).is_none());
+        assert!(parse_glog_prefix("I1399 10:15:02.1", reference).is_none());
+    }
+}
+
+#[cfg(test)]
+mod kernel_and_epoch_tests {
+    use super::*;
+
+    #[test]
+    fn epoch_decimals_are_exact() {
+        assert_eq!(parse_epoch_decimal("1395066363000").unwrap(), 1_395_066_363_000_000_000);
+        assert_eq!(parse_epoch_decimal("1520879607.789").unwrap(), 1_520_879_607_789_000_000);
+        assert_eq!(parse_epoch_decimal("1764411302.123456789").unwrap(), 1_764_411_302_123_456_789);
+        assert_eq!(parse_epoch_decimal("1764411302").unwrap(), 1_764_411_302_000_000_000);
+        assert_eq!(parse_epoch_decimal("1.5e9").unwrap(), 1_500_000_000_000_000_000);
+        for bad in ["", "-1", "x", "1.2.3", "NaN", "99999999999999999999999"] {
+            assert!(parse_epoch_decimal(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ctime_and_syslog_dates() {
+        assert_eq!(format_rfc3339(parse_ctime("Tue Jan  9 14:24:05 2024").unwrap()), "2024-01-09T14:24:05Z");
+        assert_eq!(format_rfc3339(parse_ctime("Sun Feb 23 16:24:18 2025").unwrap()), "2025-02-23T16:24:18Z");
+        assert!(parse_ctime("Feb 30 16:24:18 2025").is_none());
+        assert!(parse_ctime("Tue Jan  9 14:24:05").is_none());
+        let reference = parse_rfc3339("2026-11-30T00:00:00Z").unwrap();
+        let st = parse_syslog_prefix("Nov 29 10:15:02 host kernel: x", reference).unwrap();
+        assert_eq!((format_rfc3339(st.ns).as_str(), st.len), ("2026-11-29T10:15:02Z", 15));
+        let st = parse_syslog_prefix("Dec  9 10:15:02.5 host", parse_rfc3339("2027-01-02T00:00:00Z").unwrap());
+        assert_eq!(format_rfc3339(st.unwrap().ns), "2026-12-09T10:15:02.500Z");
+        assert!(parse_syslog_prefix("Nov 29 10:15 host", reference).is_none());
+        assert!(parse_syslog_prefix("Now 29 10:15:02 host", reference).is_none());
     }
 }
