@@ -118,8 +118,9 @@ pub fn from_epoch_integer(v: i64) -> Result<Nanos, BadTime> {
     match v {
         ..0 => Err(bad()),
         0..100_000_000_000 => v.checked_mul(1_000_000_000).ok_or_else(bad),
-        100_000_000_000..100_000_000_000_000 => Ok(v * 1_000_000),
-        100_000_000_000_000..100_000_000_000_000_000 => Ok(v * 1_000),
+        // Milliseconds past 9.2e12 and microseconds past 9.2e15 overflow i64 nanoseconds.
+        100_000_000_000..100_000_000_000_000 => v.checked_mul(1_000_000).ok_or_else(bad),
+        100_000_000_000_000..100_000_000_000_000_000 => v.checked_mul(1_000).ok_or_else(bad),
         _ => Ok(v),
     }
 }
@@ -484,7 +485,7 @@ mod kernel_and_epoch_tests {
         assert_eq!(parse_epoch_decimal("1764411302.123456789").unwrap(), 1_764_411_302_123_456_789);
         assert_eq!(parse_epoch_decimal("1764411302").unwrap(), 1_764_411_302_000_000_000);
         assert_eq!(parse_epoch_decimal("1.5e9").unwrap(), 1_500_000_000_000_000_000);
-        for bad in ["", "-1", "x", "1.2.3", "NaN", "99999999999999999999999"] {
+        for bad in ["", "-1", "x", "1.2.3", "NaN", "99999999999999999999999", "99999999999999", "99999999999999999"] {
             assert!(parse_epoch_decimal(bad).is_err(), "{bad}");
         }
     }

@@ -6,7 +6,8 @@
 //!
 //! **Line formats** (see [`frame`] and [`journal`]): ISO-dated syslog and `journalctl -o
 //! short-iso[-precise]` (`TIME HOST IDENT: MSG`), `journalctl -o json`, RFC 5424, RFC 3164
-//! (its year is the one nearest `--time`/the file's mtime), `dmesg --time-format iso`
+//! (no year: the one nearest the last dated line of the input, else `--time`/the file's
+//! mtime, else now), `dmesg --time-format iso`
 //! (with or without `--decode`'s `kern  :warn  : `), `dmesg -T`/`--ctime` (local time,
 //! read as UTC), plain `dmesg` and raw `/dev/kmsg` records (time since boot, which needs
 //! `Hints::boot_time_ns`), and bare messages (`dmesg -t`).
@@ -100,7 +101,9 @@ fn fallback_node(hints: &Hints) -> Option<&str> {
     if let Some(n) = hints.node.as_deref() {
         return Some(n);
     }
-    let name = std::path::Path::new(hints.path.as_deref()?).file_name()?.to_str()?;
+    let name = std::path::Path::new(hints.path.as_deref()?)
+        .file_name()?
+        .to_str()?;
     let name = name.strip_suffix(".gz").unwrap_or(name);
     let stem = name.rsplit_once('.').map_or(name, |(s, _)| s);
     (!stem.is_empty() && stem != "-").then_some(stem)
@@ -140,7 +143,10 @@ impl KmsgDecoder {
         if line.trim().is_empty() {
             return Ok(false);
         }
-        let year_ref = self.last_time.or(hints.default_time_ns).unwrap_or_else(time::now_ns);
+        let year_ref = self
+            .last_time
+            .or(hints.default_time_ns)
+            .unwrap_or_else(time::now_ns);
         let (when, host, level, message): (When, Option<Cow<'_, str>>, Option<&str>, Cow<'_, str>) =
             if journal::looks_like_json(line) {
                 let e = journal::parse(line)?;
@@ -151,7 +157,12 @@ impl KmsgDecoder {
                 if f.shape == Shape::FabricManager {
                     return Ok(false);
                 }
-                (f.when, f.host.map(Cow::Borrowed), f.level, Cow::Borrowed(f.message))
+                (
+                    f.when,
+                    f.host.map(Cow::Borrowed),
+                    f.level,
+                    Cow::Borrowed(f.message),
+                )
             };
         if let When::At(ns) = when {
             self.last_time = Some(ns);
@@ -167,18 +178,26 @@ impl KmsgDecoder {
             }
             Outcome::Detail | Outcome::Nothing => return Ok(false),
         };
-        let time_ns = self.resolve(when, hints).map_err(|e| format!("a {} line that {e}", finding.kind))?;
+        let time_ns = self
+            .resolve(when, hints)
+            .map_err(|e| format!("a {} line that {e}", finding.kind))?;
         if let When::SinceBoot(_) = when {
             self.last_time = Some(time_ns);
         }
         if let Some(pid) = finding.oom_pid {
-            if matches!(self.last_oom, Some((p, t)) if p == pid && (time_ns - t).abs() <= OOM_FOLD_NS) {
+            if matches!(self.last_oom, Some((p, t)) if p == pid && (time_ns - t).abs() <= OOM_FOLD_NS)
+            {
                 return Ok(false);
             }
             self.last_oom = Some((pid, time_ns));
         }
         let node = host.as_deref().or_else(|| fallback_node(hints));
-        let scope = Scope { cluster: hints.cluster.as_deref(), node, device: finding.device, ..Scope::default() };
+        let scope = Scope {
+            cluster: hints.cluster.as_deref(),
+            node,
+            device: finding.device,
+            ..Scope::default()
+        };
         let id = event_id(node, time_ns, &message);
         let row = EventRow {
             time_ns,
@@ -196,7 +215,8 @@ impl KmsgDecoder {
             _ => None,
         };
         let attrs = finding.attrs.iter().map(|(k, v)| (*k, v.as_ref()));
-        out.events.append(&row, attrs.chain(uuid).chain(level.map(|l| ("level", l))));
+        out.events
+            .append(&row, attrs.chain(uuid).chain(level.map(|l| ("level", l))));
         Ok(true)
     }
 }
@@ -207,7 +227,9 @@ impl Decoder for KmsgDecoder {
     }
 
     fn decode(&mut self, bytes: &[u8], origin: &Origin<'_>, hints: &Hints, out: &mut Output) {
-        lines::decode_lines(bytes, origin, Format::Kmsg, out, |line, out| self.decode_line(line, hints, out));
+        lines::decode_lines(bytes, origin, Format::Kmsg, out, |line, out| {
+            self.decode_line(line, hints, out)
+        });
     }
 
     fn finish(&mut self, _hints: &Hints, _out: &mut Output) {

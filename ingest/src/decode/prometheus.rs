@@ -182,7 +182,11 @@ fn is_counter_list_line(line: &str) -> bool {
     let mut parts = line.split(',');
     let field = parts.next().unwrap_or("").trim();
     let kind = parts.next().unwrap_or("").trim();
-    field.starts_with("DCGM_") && matches!(kind, "gauge" | "counter" | "label" | "histogram" | "summary")
+    field.starts_with("DCGM_")
+        && matches!(
+            kind,
+            "gauge" | "counter" | "label" | "histogram" | "summary"
+        )
 }
 
 impl PrometheusDecoder {
@@ -203,9 +207,11 @@ impl PrometheusDecoder {
                 Ok(Line::Sample) => {}
                 Err(e) if is_counter_list_line(line) => {
                     let _ = e;
-                    return Err("a dcgm-exporter counter list line (field, type, help): it configures \
+                    return Err(
+                        "a dcgm-exporter counter list line (field, type, help): it configures \
                                 the exporter and is not a metrics scrape"
-                        .into());
+                            .into(),
+                    );
                 }
                 Err(e) => return Err(format!("not a Prometheus sample: {e}")),
             }
@@ -227,7 +233,10 @@ impl PrometheusDecoder {
         let mut used = Used::default();
         let value_of = |i: Option<usize>| i.map(|i| s.label(i).1);
 
-        let node = match (used.take(idx.node.or(idx.kubernetes_node)), hints.node.as_deref()) {
+        let node = match (
+            used.take(idx.node.or(idx.kubernetes_node)),
+            hints.node.as_deref(),
+        ) {
             (Some(i), _) => Some(s.label(i).1),
             (None, Some(n)) => Some(n),
             (None, None) => value_of(used.take(idx.hostname)),
@@ -247,7 +256,11 @@ impl PrometheusDecoder {
         };
         let normalized = names::normalized(family, name);
         let metric = normalized.unwrap_or(name);
-        let kept = s.labels().enumerate().filter(move |(i, _)| !used.has(*i)).map(|(_, kv)| kv);
+        let kept = s
+            .labels()
+            .enumerate()
+            .filter(move |(i, _)| !used.has(*i))
+            .map(|(_, kv)| kv);
         let original = normalized.map(|_| ("__name__", name));
         let row = MetricRow {
             time_ns,
@@ -264,9 +277,14 @@ impl PrometheusDecoder {
         if family != Family::Dcgm {
             return Ok(());
         }
-        let Some(gauge) = StateGauge::of(name) else { return Ok(()) };
+        let Some(gauge) = StateGauge::of(name) else {
+            return Ok(());
+        };
         let instance = value_of(idx.mig_instance);
-        let Some(change) = self.states.observe(gauge, scope.node, scope.device, instance, s.value) else {
+        let Some(change) = self
+            .states
+            .observe(gauge, scope.node, scope.device, instance, s.value)
+        else {
             return Ok(());
         };
         let id = event_id(family.source(), &scope, metric, time_ns, s.value);
@@ -283,7 +301,11 @@ impl PrometheusDecoder {
             message: None,
         };
         match change {
-            Change::Xid { code, info, previous } => {
+            Change::Xid {
+                code,
+                info,
+                previous,
+            } => {
                 let code_s = code.to_string();
                 let message = format!("Xid {code}: {} ({name})", info.meaning);
                 let prev = previous.map(|p| p.to_string());
@@ -296,7 +318,8 @@ impl PrometheusDecoder {
                     ("metric", metric),
                 ];
                 let prev = prev.as_deref().map(|p| ("previous", p));
-                out.events.append(&ev, attrs.into_iter().chain(prev).chain(kept));
+                out.events
+                    .append(&ev, attrs.into_iter().chain(prev).chain(kept));
             }
             Change::Throttle { mask, previous } => {
                 use crate::decode::kmsg::xid::{throttle_bit_names, throttle_class};
@@ -311,9 +334,15 @@ impl PrometheusDecoder {
                 let prev = previous.map(|p| format!("0x{p:x}"));
                 ev.reason = Some(class);
                 ev.message = Some(&message);
-                let attrs = [("throttle", class), ("reasons", bits.as_str()), ("mask", &mask_s), ("metric", metric)];
+                let attrs = [
+                    ("throttle", class),
+                    ("reasons", bits.as_str()),
+                    ("mask", &mask_s),
+                    ("metric", metric),
+                ];
                 let prev = prev.as_deref().map(|p| ("previous_mask", p));
-                out.events.append(&ev, attrs.into_iter().chain(prev).chain(kept));
+                out.events
+                    .append(&ev, attrs.into_iter().chain(prev).chain(kept));
             }
         }
         Ok(())
@@ -326,7 +355,9 @@ impl Decoder for PrometheusDecoder {
     }
 
     fn decode(&mut self, bytes: &[u8], origin: &Origin<'_>, hints: &Hints, out: &mut Output) {
-        decode_lines(bytes, origin, Format::Prometheus, out, |line, out| self.decode_line(line, hints, out));
+        decode_lines(bytes, origin, Format::Prometheus, out, |line, out| {
+            self.decode_line(line, hints, out)
+        });
     }
 
     fn finish(&mut self, _hints: &Hints, _out: &mut Output) {

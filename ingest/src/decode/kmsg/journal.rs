@@ -48,7 +48,8 @@ pub fn looks_like_json(line: &str) -> bool {
 
 /// Reads one `journalctl -o json` line.
 pub fn parse(line: &str) -> Result<Entry<'_>, String> {
-    let r: Record<'_> = serde_json::from_str(line).map_err(|e| format!("not a journalctl -o json record: {e}"))?;
+    let r: Record<'_> =
+        serde_json::from_str(line).map_err(|e| format!("not a journalctl -o json record: {e}"))?;
     let message = match r.message {
         Some(Message::Text(t)) => t,
         Some(Message::Bytes(b)) => Cow::Owned(String::from_utf8_lossy(&b).into_owned()),
@@ -57,14 +58,31 @@ pub fn parse(line: &str) -> Result<Entry<'_>, String> {
     };
     let time_ns = match r.realtime {
         Some(t) => {
-            let us: i64 = t.trim().parse().map_err(|_| format!("unreadable __REALTIME_TIMESTAMP '{t}'"))?;
-            Some(us.checked_mul(1000).ok_or_else(|| format!("__REALTIME_TIMESTAMP '{t}' out of range"))?)
+            let us: i64 = t
+                .trim()
+                .parse()
+                .map_err(|_| format!("unreadable __REALTIME_TIMESTAMP '{t}'"))?;
+            Some(
+                us.checked_mul(1000)
+                    .ok_or_else(|| format!("__REALTIME_TIMESTAMP '{t}' out of range"))?,
+            )
         }
         None => None,
     };
-    const LEVELS: [&str; 8] = ["emerg", "alert", "crit", "err", "warn", "notice", "info", "debug"];
-    let level = r.priority.and_then(|p| p.trim().parse::<usize>().ok()).and_then(|p| LEVELS.get(p).copied());
-    Ok(Entry { time_ns, host: r.hostname, ident: r.ident, level, message })
+    const LEVELS: [&str; 8] = [
+        "emerg", "alert", "crit", "err", "warn", "notice", "info", "debug",
+    ];
+    let level = r
+        .priority
+        .and_then(|p| p.trim().parse::<usize>().ok())
+        .and_then(|p| LEVELS.get(p).copied());
+    Ok(Entry {
+        time_ns,
+        host: r.hostname,
+        ident: r.ident,
+        level,
+        message,
+    })
 }
 
 #[cfg(test)]
@@ -75,7 +93,10 @@ mod tests {
     fn string_and_byte_messages() {
         let e = parse(r#"{"__CURSOR":"s=1","__REALTIME_TIMESTAMP":"1764411302123456","_HOSTNAME":"gke-gpu-7","SYSLOG_IDENTIFIER":"kernel","PRIORITY":"4","_TRANSPORT":"kernel","MESSAGE":"NVRM: Xid (PCI:0000:8a:00): 79, x"}"#).unwrap();
         assert_eq!(e.time_ns, Some(1_764_411_302_123_456_000));
-        assert_eq!((e.host.as_deref(), e.ident.as_deref(), e.level), (Some("gke-gpu-7"), Some("kernel"), Some("warn")));
+        assert_eq!(
+            (e.host.as_deref(), e.ident.as_deref(), e.level),
+            (Some("gke-gpu-7"), Some("kernel"), Some("warn"))
+        );
         assert_eq!(e.message, "NVRM: Xid (PCI:0000:8a:00): 79, x");
         let e = parse(r#"{"__REALTIME_TIMESTAMP":"1","MESSAGE":[104,105,255]}"#).unwrap();
         assert_eq!(e.message, "hi\u{fffd}");

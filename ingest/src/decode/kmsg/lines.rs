@@ -22,7 +22,10 @@ pub fn decode_lines(
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {
-            let why = format!("{origin}: not UTF-8 text (invalid byte at offset {})", e.valid_up_to());
+            let why = format!(
+                "{origin}: not UTF-8 text (invalid byte at offset {})",
+                e.valid_up_to()
+            );
             out.reject(origin, format, &why, bytes);
             return;
         }
@@ -54,7 +57,11 @@ pub fn decode_lines(
         let why = if lines == 1 {
             format!("{origin}: {e}")
         } else {
-            format!("{origin}: no line became a row; {} of {lines} unreadable, first line {}: {e}", errors.len(), n + 1)
+            format!(
+                "{origin}: no line became a row; {} of {lines} unreadable, first line {}: {e}",
+                errors.len(),
+                n + 1
+            )
         };
         out.reject(origin, format, &why, bytes);
         return;
@@ -62,7 +69,12 @@ pub fn decode_lines(
     for (n, start, e) in &errors {
         let line = body[*start..].split('\n').next().unwrap_or("");
         let source_ref = format!("{origin} line {}", n + 1);
-        out.dead.append(&source_ref, format.name(), &format!("{source_ref}: {e}"), line.as_bytes());
+        out.dead.append(
+            &source_ref,
+            format.name(),
+            &format!("{source_ref}: {e}"),
+            line.as_bytes(),
+        );
     }
     out.produced();
 }

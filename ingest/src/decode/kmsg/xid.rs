@@ -52,19 +52,51 @@ pub fn xid_info(code: u32) -> XidInfo {
         8 => ("GPU stopped processing", GpuFailure, Error),
         13 => ("Graphics Engine Exception", Application, Warning),
         31 => ("GPU memory page fault", Application, Warning),
-        32 => ("Invalid or corrupted push buffer stream", Application, Warning),
+        32 => (
+            "Invalid or corrupted push buffer stream",
+            Application,
+            Warning,
+        ),
         38 => ("Driver firmware error", GpuFailure, Error),
-        43 => ("GPU stopped processing (channel reset)", Application, Warning),
-        44 => ("Graphics Engine fault during context switch", GpuFailure, Error),
-        45 => ("Preemptive cleanup, due to previous errors", Application, Warning),
+        43 => (
+            "GPU stopped processing (channel reset)",
+            Application,
+            Warning,
+        ),
+        44 => (
+            "Graphics Engine fault during context switch",
+            GpuFailure,
+            Error,
+        ),
+        45 => (
+            "Preemptive cleanup, due to previous errors",
+            Application,
+            Warning,
+        ),
         46 => ("GPU stopped processing", GpuFailure, Critical),
         48 => ("Double Bit ECC Error (DBE)", GpuMemoryError, Critical),
         56 => ("Display Engine error", Other, Warning),
-        57 => ("Error programming video memory interface", GpuMemoryError, Error),
-        61 => ("Internal micro-controller breakpoint/warning", GpuFailure, Error),
+        57 => (
+            "Error programming video memory interface",
+            GpuMemoryError,
+            Error,
+        ),
+        61 => (
+            "Internal micro-controller breakpoint/warning",
+            GpuFailure,
+            Error,
+        ),
         62 => ("Internal micro-controller halt", GpuFailure, Critical),
-        63 => ("ECC page retirement or row remapping recording event", GpuMemoryError, Warning),
-        64 => ("ECC page retirement or row remapper recording failure", GpuMemoryError, Critical),
+        63 => (
+            "ECC page retirement or row remapping recording event",
+            GpuMemoryError,
+            Warning,
+        ),
+        64 => (
+            "ECC page retirement or row remapper recording failure",
+            GpuMemoryError,
+            Critical,
+        ),
         68 => ("Video processor exception", Application, Warning),
         69 => ("Graphics Engine class error", Application, Warning),
         74 => ("NVLink Error", NvlinkError, Error),
@@ -88,7 +120,11 @@ pub fn xid_info(code: u32) -> XidInfo {
         154 => ("GPU Recovery Action Changed", GpuFailure, Critical),
         _ => ("unknown Xid", Other, Warning),
     };
-    XidInfo { meaning, category, severity }
+    XidInfo {
+        meaning,
+        category,
+        severity,
+    }
 }
 
 /// One bit of the NVML clocks-event (throttle) reason mask.
@@ -105,20 +141,59 @@ pub struct ThrottleBit {
 /// The NVML `nvmlClocksEventReasons` / `nvmlClocksThrottleReasons` bits, which
 /// `DCGM_FI_DEV_CLOCK_THROTTLE_REASONS` / `DCGM_FI_DEV_CLOCKS_EVENT_REASONS` report.
 pub const THROTTLE_BITS: [ThrottleBit; 9] = [
-    ThrottleBit { mask: 0x1, name: "gpu_idle", slowdown: false },
-    ThrottleBit { mask: 0x2, name: "applications_clocks_setting", slowdown: false },
-    ThrottleBit { mask: 0x4, name: "sw_power_cap", slowdown: true },
-    ThrottleBit { mask: 0x8, name: "hw_slowdown", slowdown: true },
-    ThrottleBit { mask: 0x10, name: "sync_boost", slowdown: true },
-    ThrottleBit { mask: 0x20, name: "sw_thermal_slowdown", slowdown: true },
-    ThrottleBit { mask: 0x40, name: "hw_thermal_slowdown", slowdown: true },
-    ThrottleBit { mask: 0x80, name: "hw_power_brake_slowdown", slowdown: true },
-    ThrottleBit { mask: 0x100, name: "display_clock_setting", slowdown: false },
+    ThrottleBit {
+        mask: 0x1,
+        name: "gpu_idle",
+        slowdown: false,
+    },
+    ThrottleBit {
+        mask: 0x2,
+        name: "applications_clocks_setting",
+        slowdown: false,
+    },
+    ThrottleBit {
+        mask: 0x4,
+        name: "sw_power_cap",
+        slowdown: true,
+    },
+    ThrottleBit {
+        mask: 0x8,
+        name: "hw_slowdown",
+        slowdown: true,
+    },
+    ThrottleBit {
+        mask: 0x10,
+        name: "sync_boost",
+        slowdown: true,
+    },
+    ThrottleBit {
+        mask: 0x20,
+        name: "sw_thermal_slowdown",
+        slowdown: true,
+    },
+    ThrottleBit {
+        mask: 0x40,
+        name: "hw_thermal_slowdown",
+        slowdown: true,
+    },
+    ThrottleBit {
+        mask: 0x80,
+        name: "hw_power_brake_slowdown",
+        slowdown: true,
+    },
+    ThrottleBit {
+        mask: 0x100,
+        name: "display_clock_setting",
+        slowdown: false,
+    },
 ];
 
 /// The bits of a mask that cut clocks.
 pub fn slowdown_bits(mask: u64) -> u64 {
-    THROTTLE_BITS.iter().filter(|b| b.slowdown).fold(0, |acc, b| acc | (mask & b.mask))
+    THROTTLE_BITS
+        .iter()
+        .filter(|b| b.slowdown)
+        .fold(0, |acc, b| acc | (mask & b.mask))
 }
 
 /// The names of the bits set in `mask`, comma-separated (`sw_power_cap,hw_slowdown`).
@@ -164,7 +239,11 @@ mod tests {
             assert_eq!(xid_info(code).category, XidCategory::GpuFailure, "{code}");
         }
         for code in [48, 63, 64, 92, 94, 95, 140] {
-            assert_eq!(xid_info(code).category, XidCategory::GpuMemoryError, "{code}");
+            assert_eq!(
+                xid_info(code).category,
+                XidCategory::GpuMemoryError,
+                "{code}"
+            );
         }
         for code in [74, 145, 149] {
             assert_eq!(xid_info(code).category, XidCategory::NvlinkError, "{code}");

@@ -65,13 +65,19 @@ pub fn looks_like_json(line: &str) -> bool {
 
 /// Reads one record into `sample` (name, labels without `__name__`, value, timestamp).
 pub fn parse_record(line: &str, sample: &mut Sample) -> Result<(), String> {
-    let r: Record<'_> =
-        serde_json::from_str(line).map_err(|e| format!("not a prometheus-kafka-adapter record: {e}"))?;
+    let r: Record<'_> = serde_json::from_str(line)
+        .map_err(|e| format!("not a prometheus-kafka-adapter record: {e}"))?;
     sample.clear();
     let name = r
         .name
         .as_deref()
-        .or_else(|| r.labels.0.iter().find(|(k, _)| k == "__name__").map(|(_, v)| v.as_ref()))
+        .or_else(|| {
+            r.labels
+                .0
+                .iter()
+                .find(|(k, _)| k == "__name__")
+                .map(|(_, v)| v.as_ref())
+        })
         .filter(|n| !n.is_empty())
         .ok_or("prometheus-kafka-adapter record without a metric name")?;
     sample.set_name(name);
@@ -80,7 +86,9 @@ pub fn parse_record(line: &str, sample: &mut Sample) -> Result<(), String> {
     }
     sample.value = match r.value {
         Some(Value::Number(n)) => n,
-        Some(Value::Text(t)) => parse_value(t.trim()).ok_or_else(|| format!("unreadable value '{t}'"))?,
+        Some(Value::Text(t)) => {
+            parse_value(t.trim()).ok_or_else(|| format!("unreadable value '{t}'"))?
+        }
         None => return Err("prometheus-kafka-adapter record without a value".into()),
     };
     if let Some(ts) = r.timestamp {
@@ -102,10 +110,19 @@ mod tests {
         let line = r#"{"timestamp":"1970-01-01T00:00:00Z","value":"9876543","name":"up","labels":{"__name__":"up","label1":"value1","label2":"value2"}}"#;
         assert!(looks_like_json(line));
         parse_record(line, &mut s).unwrap();
-        assert_eq!((s.name(), s.value, s.timestamp), ("up", 9_876_543.0, Some(0)));
-        assert_eq!(s.labels().collect::<Vec<_>>(), vec![("label1", "value1"), ("label2", "value2")]);
-        parse_record(r#"{"timestamp":"2020-04-21T10:37:11.5Z","value":"NaN","labels":{"__name__":"x"}}"#, &mut s)
-            .unwrap();
+        assert_eq!(
+            (s.name(), s.value, s.timestamp),
+            ("up", 9_876_543.0, Some(0))
+        );
+        assert_eq!(
+            s.labels().collect::<Vec<_>>(),
+            vec![("label1", "value1"), ("label2", "value2")]
+        );
+        parse_record(
+            r#"{"timestamp":"2020-04-21T10:37:11.5Z","value":"NaN","labels":{"__name__":"x"}}"#,
+            &mut s,
+        )
+        .unwrap();
         assert!(s.value.is_nan());
         assert_eq!(s.name(), "x");
         assert!(parse_record(r#"{"value":"1"}"#, &mut s).is_err());

@@ -38,7 +38,11 @@ impl StateGauge {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
     /// A new nonzero Xid code.
-    Xid { code: u32, info: XidInfo, previous: Option<u64> },
+    Xid {
+        code: u32,
+        info: XidInfo,
+        previous: Option<u64>,
+    },
     /// The slowdown bits of the throttle mask changed (to nonzero: `clock_throttle`;
     /// to zero: `clock_throttle_cleared`).
     Throttle { mask: u64, previous: Option<u64> },
@@ -97,7 +101,8 @@ impl StateMemory {
             StateGauge::Throttle => xid::slowdown_bits(raw),
         };
         self.key.clear();
-        self.key.push(if gauge == StateGauge::Xid { 'x' } else { 't' });
+        self.key
+            .push(if gauge == StateGauge::Xid { 'x' } else { 't' });
         for part in [node, device, instance] {
             self.key.push('\u{1f}');
             self.key.push_str(part.unwrap_or(""));
@@ -122,11 +127,16 @@ impl StateMemory {
         match gauge {
             StateGauge::Xid if state != 0 => {
                 let code = u32::try_from(state).ok()?;
-                Some(Change::Xid { code, info: xid::xid_info(code), previous })
+                Some(Change::Xid {
+                    code,
+                    info: xid::xid_info(code),
+                    previous,
+                })
             }
-            StateGauge::Throttle if state != 0 || previous.is_some() => {
-                Some(Change::Throttle { mask: raw, previous })
-            }
+            StateGauge::Throttle if state != 0 || previous.is_some() => Some(Change::Throttle {
+                mask: raw,
+                previous,
+            }),
             _ => None,
         }
     }
@@ -141,14 +151,25 @@ mod tests {
         let mut m = StateMemory::default();
         let n = Some("n1");
         assert_eq!(m.observe(StateGauge::Xid, n, Some("0"), None, 0.0), None);
-        let c = m.observe(StateGauge::Xid, n, Some("0"), None, 79.0).unwrap();
+        let c = m
+            .observe(StateGauge::Xid, n, Some("0"), None, 79.0)
+            .unwrap();
         assert_eq!((c.kind(), c.severity()), ("xid", Severity::Critical));
         assert_eq!(m.observe(StateGauge::Xid, n, Some("0"), None, 79.0), None);
         // Another GPU is another series; its first nonzero value is a change.
-        assert!(m.observe(StateGauge::Xid, n, Some("1"), None, 79.0).is_some());
+        assert!(
+            m.observe(StateGauge::Xid, n, Some("1"), None, 79.0)
+                .is_some()
+        );
         assert_eq!(m.observe(StateGauge::Xid, n, Some("0"), None, 0.0), None);
-        assert!(m.observe(StateGauge::Xid, n, Some("0"), None, 79.0).is_some());
-        assert_eq!(m.observe(StateGauge::Xid, n, Some("0"), None, f64::NAN), None);
+        assert!(
+            m.observe(StateGauge::Xid, n, Some("0"), None, 79.0)
+                .is_some()
+        );
+        assert_eq!(
+            m.observe(StateGauge::Xid, n, Some("0"), None, f64::NAN),
+            None
+        );
     }
 
     #[test]
@@ -158,9 +179,18 @@ mod tests {
         assert_eq!(m.observe(g, None, Some("0"), None, 1.0), None);
         let c = m.observe(g, None, Some("0"), None, 0x41 as f64).unwrap();
         assert_eq!(c.kind(), "clock_throttle");
-        assert_eq!(c, Change::Throttle { mask: 0x41, previous: Some(0) });
+        assert_eq!(
+            c,
+            Change::Throttle {
+                mask: 0x41,
+                previous: Some(0)
+            }
+        );
         assert_eq!(m.observe(g, None, Some("0"), None, 0x40 as f64), None);
         let c = m.observe(g, None, Some("0"), None, 1.0).unwrap();
-        assert_eq!((c.kind(), c.severity()), ("clock_throttle_cleared", Severity::Info));
+        assert_eq!(
+            (c.kind(), c.severity()),
+            ("clock_throttle_cleared", Severity::Info)
+        );
     }
 }

@@ -159,16 +159,37 @@ mod tests {
     #[test]
     fn families_and_names() {
         let f = Family::of("DCGM_FI_DEV_GPU_UTIL", false);
-        assert_eq!((f, f.layer(), f.source()), (Family::Dcgm, Layer::Infrastructure, "dcgm"));
+        assert_eq!(
+            (f, f.layer(), f.source()),
+            (Family::Dcgm, Layer::Infrastructure, "dcgm")
+        );
         assert_eq!(normalized(f, "DCGM_FI_DEV_GPU_UTIL"), Some("gpu_util"));
-        assert_eq!(normalized(f, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"), Some("clock_throttle_reasons"));
+        assert_eq!(
+            normalized(f, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"),
+            Some("clock_throttle_reasons")
+        );
         assert_eq!(normalized(f, "DCGM_FI_DEV_VGPU_LICENSE_STATUS"), None);
-        assert_eq!(Family::of("vllm:num_requests_running", false).layer(), Layer::Framework);
-        assert_eq!(Family::of("kube_pod_info", false).source(), "kube-state-metrics");
-        assert_eq!(Family::of("problem_gauge", false).source(), "node-problem-detector");
+        assert_eq!(
+            Family::of("vllm:num_requests_running", false).layer(),
+            Layer::Framework
+        );
+        assert_eq!(
+            Family::of("kube_pod_info", false).source(),
+            "kube-state-metrics"
+        );
+        assert_eq!(
+            Family::of("problem_gauge", false).source(),
+            "node-problem-detector"
+        );
         assert_eq!(Family::of("duty_cycle", true), Family::DevicePlugin);
         assert_eq!(Family::of("duty_cycle", false), Family::Other);
-        assert_eq!(normalized(Family::DevicePlugin, "duty_cycle_gpu_node"), Some("duty_cycle"));
-        assert_eq!(Family::of("node_cpu_seconds_total", false).source(), "prometheus");
+        assert_eq!(
+            normalized(Family::DevicePlugin, "duty_cycle_gpu_node"),
+            Some("duty_cycle")
+        );
+        assert_eq!(
+            Family::of("node_cpu_seconds_total", false).source(),
+            "prometheus"
+        );
     }
 }

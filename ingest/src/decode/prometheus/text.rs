@@ -84,7 +84,9 @@ impl Sample {
 
     /// Every label as (name, value), in input order.
     pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> + Clone {
-        self.labels.iter().map(|&(s, m, e)| (&self.buf[s..m], &self.buf[m..e]))
+        self.labels
+            .iter()
+            .map(|&(s, m, e)| (&self.buf[s..m], &self.buf[m..e]))
     }
 }
 
@@ -145,7 +147,11 @@ fn read_quoted(line: &str, i: usize, buf: &mut String) -> Result<usize, SyntaxEr
                     Some(_) => buf.push('\\'),
                     None => return Err(err("unterminated quoted string", i)),
                 }
-                j = if matches!(b.get(at + 1), Some(b'n' | b'\\' | b'"')) { at + 2 } else { at + 1 };
+                j = if matches!(b.get(at + 1), Some(b'n' | b'\\' | b'"')) {
+                    at + 2
+                } else {
+                    at + 1
+                };
                 run = j;
             }
         }
@@ -191,7 +197,8 @@ fn parse_sample(line: &str, s: &mut Sample) -> Result<(), SyntaxError> {
     while k < b.len() && b[k] != b' ' && b[k] != b'\t' {
         k += 1;
     }
-    let ts = time::parse_epoch_decimal(&line[t0..k]).map_err(|_| err("unreadable timestamp", t0))?;
+    let ts =
+        time::parse_epoch_decimal(&line[t0..k]).map_err(|_| err("unreadable timestamp", t0))?;
     s.timestamp = Some(ts);
     let rest = skip_ws(b, k);
     if rest < b.len() && b[rest] != b'#' {
@@ -202,7 +209,12 @@ fn parse_sample(line: &str, s: &mut Sample) -> Result<(), SyntaxError> {
 
 /// Reads `label="value",…}` from `i` (just after `{`); returns the index after `}`.
 /// A quoted item with no `=` is the metric name (the UTF-8 names of Prometheus 3).
-fn parse_labels(line: &str, mut i: usize, s: &mut Sample, named: &mut bool) -> Result<usize, SyntaxError> {
+fn parse_labels(
+    line: &str,
+    mut i: usize,
+    s: &mut Sample,
+    named: &mut bool,
+) -> Result<usize, SyntaxError> {
     let b = line.as_bytes();
     loop {
         i = skip_ws(b, i);
@@ -272,10 +284,16 @@ mod tests {
     #[test]
     fn reads_plain_and_labelled_samples() {
         let s = sample("up 1");
-        assert_eq!((s.name(), s.value, s.label_count(), s.timestamp), ("up", 1.0, 0, None));
+        assert_eq!(
+            (s.name(), s.value, s.label_count(), s.timestamp),
+            ("up", 1.0, 0, None)
+        );
         let s = sample(r#"http_requests_total{method="post",code="200"} 1027 1395066363000"#);
         assert_eq!(s.name(), "http_requests_total");
-        assert_eq!(s.labels().collect::<Vec<_>>(), vec![("method", "post"), ("code", "200")]);
+        assert_eq!(
+            s.labels().collect::<Vec<_>>(),
+            vec![("method", "post"), ("code", "200")]
+        );
         assert_eq!(s.timestamp, Some(1_395_066_363_000_000_000));
         let s = sample("x{a=\"1\",} 2\t");
         assert_eq!(s.label(0), ("a", "1"));
@@ -283,7 +301,9 @@ mod tests {
 
     #[test]
     fn unescapes_label_values() {
-        let s = sample(r#"msdos_file_access_time_seconds{path="C:\\DIR\\FILE.TXT",error="Cannot find file:\n\"FILE.TXT\""} 1.458255915e9"#);
+        let s = sample(
+            r#"msdos_file_access_time_seconds{path="C:\\DIR\\FILE.TXT",error="Cannot find file:\n\"FILE.TXT\""} 1.458255915e9"#,
+        );
         assert_eq!(s.label(0), ("path", r"C:\DIR\FILE.TXT"));
         assert_eq!(s.label(1), ("error", "Cannot find file:\n\"FILE.TXT\""));
         assert_eq!(s.value, 1.458255915e9);

@@ -1,0 +1,161 @@
+//! Throughput of each decoder on a generated large input, in release mode:
+//! `cargo run --release -p whyslow-ingest --example decoder_bench [format…]`.
+//! One section per format (decoder helpers add theirs); each prints records, rows,
+//! MB/s and rows/s. Rows are flushed from the builders every 64k, as the runner does.
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
+
+/// Feeds `input` a line at a time and prints the figures.
+fn run_lines(name: &str, decoder: &mut dyn Decoder, input: &str, hints: &Hints) {
+    let mut out = Output::new(0);
+    let start = Instant::now();
+    let mut rows = 0u64;
+    for (i, line) in input.split_terminator('\n').enumerate() {
+        decoder.decode(
+            line.as_bytes(),
+            &Origin::File {
+                path: name,
+                line: i as u64 + 1,
+            },
+            hints,
+            &mut out,
+        );
+        if out.pending_rows() >= 64 * 1024 {
+            rows += (out.events.len() + out.metrics.len()) as u64;
+            let _ = (out.events.finish(), out.metrics.finish(), out.dead.finish());
+        }
+    }
+    decoder.finish(hints, &mut out);
+    rows += (out.events.len() + out.metrics.len()) as u64;
+    let _ = (out.events.finish(), out.metrics.finish(), out.dead.finish());
+    let secs = start.elapsed().as_secs_f64();
+    let c = out.counts;
+    let mb = input.len() as f64 / 1e6;
+    println!(
+        "{name:<12} {mb:8.1} MB {:>10} records {:>10} rows ({} events, {} metrics, {} skipped, {} rejected) \
+         {secs:6.2} s {:8.1} MB/s {:>12.0} rows/s",
+        c.records,
+        rows,
+        c.events,
+        c.metrics,
+        c.skipped,
+        c.rejected,
+        mb / secs,
+        rows as f64 / secs
+    );
+}
+
+/// dcgm-exporter scrapes of 1000 nodes × 8 GPUs × 20 fields, 3 scrapes, with
+/// HELP/TYPE lines, scrape-time comments and occasional Xid / throttle changes.
+fn bench_prometheus() {
+    const FIELDS: [&str; 20] = [
+        "DCGM_FI_DEV_SM_CLOCK",
+        "DCGM_FI_DEV_MEM_CLOCK",
+        "DCGM_FI_DEV_MEMORY_TEMP",
+        "DCGM_FI_DEV_GPU_TEMP",
+        "DCGM_FI_DEV_POWER_USAGE",
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+        "DCGM_FI_DEV_GPU_UTIL",
+        "DCGM_FI_DEV_MEM_COPY_UTIL",
+        "DCGM_FI_DEV_ENC_UTIL",
+        "DCGM_FI_DEV_DEC_UTIL",
+        "DCGM_FI_DEV_XID_ERRORS",
+        "DCGM_FI_DEV_FB_FREE",
+        "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+        "DCGM_FI_PROF_PCIE_TX_BYTES",
+        "DCGM_FI_PROF_PCIE_RX_BYTES",
+    ];
+    let mut s = String::new();
+    for scrape in 0..3 {
+        for node in 0..1000 {
+            let _ = writeln!(
+                s,
+                "# whyslow-scrape-time: 2026-11-29T10:{:02}:{:02}Z",
+                15 + scrape,
+                node % 60
+            );
+            for (f, field) in FIELDS.iter().enumerate() {
+                let _ = writeln!(s, "# HELP {field} help text.\n# TYPE {field} gauge");
+                for gpu in 0..8 {
+                    let value = match *field {
+                        "DCGM_FI_DEV_XID_ERRORS" if scrape == 2 && node % 97 == 0 => 79.0,
+                        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS" if scrape >= 1 && node % 13 == 0 => {
+                            64.0
+                        }
+                        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS" | "DCGM_FI_DEV_XID_ERRORS" => 0.0,
+                        _ => (node * 31 + gpu * 7 + f) as f64 * 0.37,
+                    };
+                    let _ = writeln!(
+                        s,
+                        "{field}{{gpu=\"{gpu}\",UUID=\"GPU-{node:08x}-7953-256e-8f33-{gpu:012x}\",pci_bus_id=\"00000000:{:02X}:00.0\",device=\"nvidia{gpu}\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"gke-gpu-{node}\",DCGM_FI_DRIVER_VERSION=\"580.105.08\",container=\"trainer\",namespace=\"llm\",pod=\"finetune-{node}-0\"}} {value}",
+                        0x18 + gpu * 16
+                    );
+                }
+            }
+        }
+    }
+    let mut d = whyslow_ingest::decode::prometheus::PrometheusDecoder::new();
+    run_lines("prometheus", &mut d, &s, &Hints::default());
+}
+
+/// Kernel logs of 1000 nodes in `dmesg --decode --time-format iso` and syslog form:
+/// mostly noise, with Xid, link flap, OOM and hung-task lines among it.
+fn bench_kmsg() {
+    let mut s = String::new();
+    for i in 0..600_000u64 {
+        let (sec, us) = (i / 1000, (i % 1000) * 997);
+        let stamp = format!(
+            "2026-11-29T{:02}:{:02}:{:02},{us:06}+00:00",
+            10 + sec / 3600,
+            (sec / 60) % 60,
+            sec % 60
+        );
+        let node = i % 1000;
+        let msg = match i % 50 {
+            0 => format!("NVRM: Xid (PCI:0000:{:02x}:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on (GPC 8, TPC 5, SM 0): Out Of Range Address", node % 256),
+            1 => format!("mlx5_core 0000:{:02x}:00.0 ens8f0np0: Link down", node % 256),
+            2 => format!("Out of memory: Killed process {} (python) total-vm:1234kB, anon-rss:512kB, file-rss:0kB", 1000 + i),
+            3 => format!("INFO: task python3:{} blocked for more than 120 seconds.", 1000 + i),
+            k if k % 2 == 0 => format!("IPv6: ADDRCONF(NETDEV_CHANGE): cali{:011x}: link becomes ready", i),
+            _ => "nvidia-peermem nv_get_p2p_free_callback:127 ERROR detected invalid context, skipping further processing".to_string(),
+        };
+        if i % 3 == 0 {
+            let _ = writeln!(
+                s,
+                "{} gke-gpu-{node} kernel: {msg}",
+                stamp.replace(',', ".")
+            );
+        } else {
+            let _ = writeln!(s, "kern  :warn  : {stamp} {msg}");
+        }
+    }
+    let mut d = whyslow_ingest::decode::kmsg::KmsgDecoder::new();
+    run_lines(
+        "kmsg",
+        &mut d,
+        &s,
+        &Hints {
+            node: Some("bench".into()),
+            ..Hints::default()
+        },
+    );
+}
+
+fn main() {
+    let wanted: Vec<String> = std::env::args().skip(1).collect();
+    let on = |f: &str| wanted.is_empty() || wanted.iter().any(|w| w == f);
+    if on("prometheus") {
+        bench_prometheus();
+    }
+    if on("kmsg") {
+        bench_kmsg();
+    }
+}
