@@ -12,6 +12,8 @@ use whyslow_schemas::{DeadLetterBuilder, EventsBuilder, MetricsBuilder};
 
 pub mod envelope;
 pub mod k8s;
+pub mod kmsg;
+pub mod prometheus;
 
 /// The longest record (line or document) a decoder accepts; longer ones are rejected.
 pub const MAX_RECORD_BYTES: usize = 8 * 1024 * 1024;
