@@ -211,9 +211,9 @@ fn parse<'a>(text: &'a str, pairs: &mut Pairs) -> Result<Record<'a>, String> {
         .map_err(json_error)?;
     de.end().map_err(json_error)?;
 
-    let time_ns = match f.time {
+    let time_ns = match f.time.map(time_of).transpose()?.flatten() {
         None => return Err("missing required field 'time'".into()),
-        Some(t) => t.to_nanos()?,
+        Some(ns) => ns,
     };
     let value = match (&f.metric, f.value) {
         (Some(_), Some(raw)) => number(raw, "value")?,
@@ -482,35 +482,37 @@ pub fn implied_layer_of_metric(metric: &str) -> Option<Layer> {
     }
 }
 
-/// The time field as written: an RFC 3339 string or an epoch number.
-enum TimeValue<'a> {
-    Text(Cow<'a, str>),
-    Integer(u64),
-    Float(f64),
-}
-
-impl TimeValue<'_> {
-    fn to_nanos(&self) -> Result<Nanos, String> {
-        let bad = |what: &dyn fmt::Display| {
-            format!("unreadable time {what}: expected RFC 3339 with an offset or epoch seconds")
-        };
-        match self {
-            TimeValue::Text(s) => {
-                time::parse_rfc3339(s).map_err(|_| bad(&format_args!("'{}'", shorten(s))))
-            }
-            TimeValue::Integer(v) => i64::try_from(*v)
-                .ok()
-                .and_then(|v| time::from_epoch_integer(v).ok())
-                .ok_or_else(|| bad(v)),
-            TimeValue::Float(v) => time::from_epoch_number(*v).map_err(|_| bad(v)),
+/// The `time` field: an RFC 3339 string, or an epoch number read from its decimal text
+/// exactly (a float would round nanoseconds away); `null` is absent.
+fn time_of(raw: &RawValue) -> Result<Option<Nanos>, String> {
+    let t = raw.get();
+    let bad = |what: &dyn fmt::Display| {
+        format!("unreadable time {what}: expected RFC 3339 with an offset or epoch seconds")
+    };
+    match t.as_bytes().first() {
+        Some(b'"') => {
+            let s: Cow<'_, str> = if t.contains('\\') {
+                Cow::Owned(serde_json::from_str(t).map_err(|_| bad(&t))?)
+            } else {
+                Cow::Borrowed(&t[1..t.len() - 1])
+            };
+            let ns =
+                time::parse_rfc3339(&s).map_err(|_| bad(&format_args!("'{}'", shorten(&s))))?;
+            Ok(Some(ns))
         }
+        Some(b'-' | b'0'..=b'9') => time::parse_epoch_decimal(t).map(Some).map_err(|_| bad(&t)),
+        _ if t == "null" => Ok(None),
+        _ => Err(format!(
+            "field 'time' must be an RFC 3339 string or epoch seconds, got {}",
+            json_type(t)
+        )),
     }
 }
 
 /// The known keys of one line, borrowed from it where they hold no escapes.
 #[derive(Default)]
 struct Fields<'a> {
-    time: Option<TimeValue<'a>>,
+    time: Option<&'a RawValue>,
     layer: Option<Cow<'a, str>>,
     source: Option<Cow<'a, str>>,
     kind: Option<Cow<'a, str>>,
@@ -561,7 +563,7 @@ impl<'de> Visitor<'de> for FieldsVisitor<'_> {
                 integers: false,
             };
             match key.as_ref() {
-                "time" => set(&mut f.time, &key, map.next_value_seed(TimeSeed)?)?,
+                "time" => set(&mut f.time, &key, Some(map.next_value::<&RawValue>()?))?,
                 "layer" => set(&mut f.layer, &key, map.next_value_seed(text("layer"))?)?,
                 "source" => set(&mut f.source, &key, map.next_value_seed(text("source"))?)?,
                 "kind" => set(&mut f.kind, &key, map.next_value_seed(text("kind"))?)?,
@@ -684,43 +686,6 @@ impl<'de> Visitor<'de> for TextSeed {
         } else {
             Err(E::invalid_type(de::Unexpected::Signed(v), &self))
         }
-    }
-}
-
-/// The `time` field (or null).
-struct TimeSeed;
-
-impl<'de> DeserializeSeed<'de> for TimeSeed {
-    type Value = Option<TimeValue<'de>>;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for TimeSeed {
-    type Value = Option<TimeValue<'de>>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an RFC 3339 string or epoch seconds for field 'time'")
-    }
-    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(Some(TimeValue::Text(Cow::Borrowed(v))))
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Some(TimeValue::Text(Cow::Owned(v.to_owned()))))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-        Ok(Some(TimeValue::Integer(v)))
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-        Err(E::custom(format_args!(
-            "unreadable time {v}: negative epoch"
-        )))
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-        Ok(Some(TimeValue::Float(v)))
     }
 }
 
@@ -952,7 +917,11 @@ mod tests {
                 r#"{"time":"yesterday","kind":"xid"}"#,
                 "unreadable time 'yesterday'",
             ),
-            (r#"{"time":-5,"kind":"xid"}"#, "negative epoch"),
+            (r#"{"time":-5,"kind":"xid"}"#, "unreadable time -5"),
+            (
+                r#"{"time":true,"kind":"xid"}"#,
+                "'time' must be an RFC 3339 string or epoch seconds, got a boolean",
+            ),
             (r#"{"time":1}"#, "an event needs 'kind'"),
             (r#"{"time":1,"metric":"m"}"#, "has no numeric 'value'"),
             (
