@@ -1,1 +1,30 @@
 //! SQL over the event log: the DataFusion session, views and named queries.
+//!
+//! [`open_session`] gives a DataFusion session whose tables (`events`, `metrics`,
+//! `dead_letters`, `slowdowns`, `causes`) read exactly the committed Parquet segments of a
+//! store, with the views of `queries/sql/views/` registered. [`run_read_only`] runs user
+//! SQL on it with parameters bound and anything but queries refused; [`run_sql`] is the
+//! `whyslow sql` command.
+
+pub mod dialect;
+pub mod embedded;
+pub mod error;
+pub mod output;
+pub mod params;
+pub mod segment_table;
+pub mod segments;
+pub mod session;
+pub mod sql_command;
+pub mod store_source;
+pub mod time_range;
+
+pub use embedded::{incident_query, sql_dir, sql_file};
+pub use error::QueryError;
+pub use output::{OutputFormat, write_output};
+pub use params::Params;
+pub use segments::{Segment, SegmentList, SegmentSource};
+pub use session::{
+    QueryOutput, read_only, register_sql, register_sql_files, run_read_only, session_over,
+};
+pub use sql_command::{SqlCommand, run_sql};
+pub use store_source::open_session;

@@ -1,0 +1,182 @@
+//! `whyslow sql`: one query, a query file, or an interactive prompt, over a store.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use datafusion::execution::context::SessionContext;
+use rustyline::DefaultEditor;
+use rustyline::error::ReadlineError;
+
+use crate::embedded::{incident_query, sql_dir};
+use crate::error::QueryError;
+use crate::output::{OutputFormat, write_output};
+use crate::params::Params;
+use crate::session::run_read_only;
+use crate::store_source::open_session;
+
+/// The arguments of `whyslow sql`.
+#[derive(Debug, Clone, Default)]
+pub struct SqlCommand {
+    /// The store directory.
+    pub store: PathBuf,
+    /// SQL text (one or more statements).
+    pub query: Option<String>,
+    /// A named query of `queries/sql/incidents/` (`node_window`) or a path to a `.sql` file.
+    pub file: Option<String>,
+    /// `NAME=VALUE` parameters, bound as `$NAME`.
+    pub params: Vec<String>,
+    /// `table`, `csv` or `json`.
+    pub format: String,
+}
+
+/// Runs `whyslow sql`: the query or file, printing each statement's result to `out`;
+/// with neither, an interactive prompt on the terminal.
+pub fn run_sql(cmd: &SqlCommand, out: &mut dyn Write) -> Result<(), QueryError> {
+    let format: OutputFormat = cmd.format.parse()?;
+    let params = Params::parse(&cmd.params)?;
+    let sql = match (&cmd.query, &cmd.file) {
+        (Some(_), Some(_)) => {
+            return Err(QueryError::Usage(
+                "give a QUERY or -f FILE, not both".into(),
+            ));
+        }
+        (Some(q), None) => Some(q.clone()),
+        (None, Some(f)) => Some(resolve_file(f)?),
+        (None, None) => None,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| QueryError::io("starting the query runtime", e))?;
+    runtime.block_on(async {
+        let ctx = open_session(&cmd.store).await?;
+        match sql {
+            Some(sql) => run_and_print(&ctx, &sql, &params, format, out).await,
+            None => interactive(&ctx, &params, format).await,
+        }
+    })
+}
+
+/// The SQL of `-f NAME`: an embedded incident query when NAME is one (with or without
+/// `.sql`) and has no `/`, else the file at that path.
+pub fn resolve_file(name: &str) -> Result<String, QueryError> {
+    if !name.contains('/')
+        && let Some(sql) = incident_query(name)
+    {
+        return Ok(sql.to_string());
+    }
+    let path = Path::new(name);
+    if path.is_file() {
+        return std::fs::read_to_string(path)
+            .map_err(|e| QueryError::io(format!("reading {name}"), e));
+    }
+    let known: Vec<&str> = sql_dir("incidents").map(|(n, _)| n).collect();
+    Err(QueryError::Usage(format!(
+        "-f {name}: no such file and no named query of that name (named queries: {})",
+        known.join(", ")
+    )))
+}
+
+async fn run_and_print(
+    ctx: &SessionContext,
+    sql: &str,
+    params: &Params,
+    format: OutputFormat,
+    out: &mut dyn Write,
+) -> Result<(), QueryError> {
+    let results = run_read_only(ctx, sql, params).await?;
+    for (i, r) in results.iter().enumerate() {
+        if i > 0 && format == OutputFormat::Table {
+            writeln!(out).map_err(|e| QueryError::io("writing the result", e))?;
+        }
+        write_output(out, r, format)?;
+    }
+    Ok(())
+}
+
+fn history_path() -> Option<PathBuf> {
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".whyslow_sql_history"))
+}
+
+const HELP: &str = "End a statement with ';' (it may span lines). \\d lists tables and views, \
+\\d NAME describes one, \\q quits. Named queries: whyslow sql -f NAME.";
+
+/// The prompt: statements end with `;`; `\d`, `\d NAME`, `\q`, `\?`; errors are printed
+/// and the prompt goes on.
+async fn interactive(
+    ctx: &SessionContext,
+    params: &Params,
+    format: OutputFormat,
+) -> Result<(), QueryError> {
+    let mut editor = DefaultEditor::new()
+        .map_err(|e| QueryError::io("starting the prompt", std::io::Error::other(e)))?;
+    let history = history_path();
+    if let Some(h) = &history {
+        // A missing history file is normal on first use.
+        let _ = editor.load_history(h);
+    }
+    let stdout = std::io::stdout();
+    let mut buffer = String::new();
+    loop {
+        let prompt = if buffer.is_empty() {
+            "whyslow> "
+        } else {
+            "     ... "
+        };
+        let line = match editor.readline(prompt) {
+            Ok(l) => l,
+            Err(ReadlineError::Interrupted) => {
+                buffer.clear();
+                continue;
+            }
+            Err(ReadlineError::Eof) => break,
+            Err(e) => {
+                return Err(QueryError::io(
+                    "reading the prompt",
+                    std::io::Error::other(e),
+                ));
+            }
+        };
+        let trimmed = line.trim();
+        if buffer.is_empty() {
+            if trimmed.is_empty() {
+                continue;
+            }
+            if let Some(meta) = trimmed.strip_prefix('\\') {
+                let _ = editor.add_history_entry(trimmed);
+                let sql = match meta.split_whitespace().collect::<Vec<_>>().as_slice() {
+                    ["q"] => break,
+                    ["d"] => "SHOW TABLES".to_string(),
+                    ["d", name] => format!("DESCRIBE {name}"),
+                    _ => {
+                        eprintln!("{HELP}");
+                        continue;
+                    }
+                };
+                report(run_and_print(ctx, &sql, params, format, &mut stdout.lock()).await);
+                continue;
+            }
+            if matches!(trimmed, "quit" | "exit") {
+                break;
+            }
+        }
+        buffer.push_str(&line);
+        buffer.push('\n');
+        if trimmed.ends_with(';') {
+            let statement = std::mem::take(&mut buffer);
+            let _ = editor.add_history_entry(statement.trim());
+            report(run_and_print(ctx, &statement, params, format, &mut stdout.lock()).await);
+        }
+    }
+    if let Some(h) = &history {
+        // Losing the history is not worth failing the session over.
+        let _ = editor.save_history(h);
+    }
+    Ok(())
+}
+
+fn report(r: Result<(), QueryError>) {
+    if let Err(e) = r {
+        eprintln!("error: {e}");
+    }
+}

@@ -1,0 +1,37 @@
+//! Opening a session over a store directory, through the store's manifest.
+
+use std::path::Path;
+
+use datafusion::execution::context::SessionContext;
+use whyslow_ingest::store::Store;
+use whyslow_schemas::Table;
+
+use crate::error::QueryError;
+use crate::segments::{Segment, SegmentSource};
+use crate::session::session_over;
+
+impl SegmentSource for Store {
+    fn segments(&self, table: Table) -> Vec<Segment> {
+        Store::segments(self, table)
+            .into_iter()
+            .map(|s| Segment {
+                path: s.path,
+                rows: s.rows,
+                bytes: s.bytes,
+                min_time_ns: s.min_time_ns,
+                max_time_ns: s.max_time_ns,
+            })
+            .collect()
+    }
+}
+
+/// A session over the committed state of the store at `store_root` (a missing directory
+/// is an empty store): tables `events`, `metrics`, `dead_letters`, `slowdowns`, `causes`
+/// and the views of `queries/sql/views/`.
+pub async fn open_session(store_root: &Path) -> Result<SessionContext, QueryError> {
+    let store = Store::open(store_root).map_err(|e| QueryError::Store {
+        path: store_root.display().to_string(),
+        message: e.to_string(),
+    })?;
+    session_over(&store).await
+}

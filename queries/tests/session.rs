@@ -1,0 +1,193 @@
+//! The session over real Parquet segments: only committed segments are read, time filters
+//! skip segments by their manifest range, older files with fewer columns still read.
+
+mod fixture;
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::Schema;
+use parquet::arrow::ArrowWriter;
+use whyslow_ingest::store::Store;
+use whyslow_queries::{
+    Params, QueryOutput, Segment, SegmentList, open_session, run_read_only, session_over,
+};
+use whyslow_schemas::Table;
+
+fn one(out: Vec<QueryOutput>) -> QueryOutput {
+    assert_eq!(out.len(), 1);
+    out.into_iter().next().unwrap()
+}
+
+fn text(out: &QueryOutput) -> String {
+    arrow::util::pretty::pretty_format_batches(&out.batches)
+        .unwrap()
+        .to_string()
+}
+
+async fn count(ctx: &datafusion::prelude::SessionContext, sql: &str) -> i64 {
+    let out = one(run_read_only(ctx, sql, &Params::new()).await.unwrap());
+    let col = out.batches[0].column(0);
+    col.as_any()
+        .downcast_ref::<arrow::array::Int64Array>()
+        .unwrap()
+        .value(0)
+}
+
+/// The files the physical plan of `sql` reads.
+async fn files_read(ctx: &datafusion::prelude::SessionContext, sql: &str) -> usize {
+    let out = one(
+        run_read_only(ctx, &format!("EXPLAIN {sql}"), &Params::new())
+            .await
+            .unwrap(),
+    );
+    let plan = text(&out);
+    let physical: String = plan
+        .lines()
+        .skip_while(|l| !l.contains("physical_plan"))
+        .collect();
+    physical.matches(".parquet").count()
+}
+
+#[tokio::test]
+async fn time_filters_skip_segments_outside_the_range() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture::write_store(dir.path());
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(
+        store.segments(Table::Events).len(),
+        2,
+        "the fixture commits events twice"
+    );
+    let ctx = open_session(dir.path()).await.unwrap();
+    assert_eq!(files_read(&ctx, "SELECT event_id FROM events").await, 2);
+    assert_eq!(
+        files_read(
+            &ctx,
+            "SELECT event_id FROM events WHERE time >= '2026-11-29T10:10:00Z'"
+        )
+        .await,
+        1
+    );
+    assert_eq!(
+        files_read(
+            &ctx,
+            "SELECT event_id FROM events WHERE time < '2026-11-29T10:09:00Z'"
+        )
+        .await,
+        1
+    );
+    assert_eq!(
+        files_read(
+            &ctx,
+            "SELECT event_id FROM events WHERE time > '2026-11-30T00:00:00Z'"
+        )
+        .await,
+        0
+    );
+    // Through a view too.
+    assert_eq!(
+        files_read(
+            &ctx,
+            "SELECT * FROM timeline WHERE time >= '2026-11-29T10:10:00Z'"
+        )
+        .await,
+        1
+    );
+    // And the answers are right either way.
+    assert_eq!(
+        count(
+            &ctx,
+            "SELECT count(*) FROM events WHERE time >= '2026-11-29T10:10:00Z'"
+        )
+        .await,
+        7
+    );
+    assert_eq!(
+        count(
+            &ctx,
+            "SELECT count(*) FROM events WHERE time > '2026-11-30T00:00:00Z'"
+        )
+        .await,
+        0
+    );
+}
+
+#[tokio::test]
+async fn files_the_manifest_does_not_list_are_never_read() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture::write_store(dir.path());
+    let store = Store::open(dir.path()).unwrap();
+    let seg = &store.segments(Table::Events)[0];
+    // An orphan (a crashed writer's leftover) beside the committed segment.
+    std::fs::copy(&seg.path, seg.path.with_file_name("orphan-copy.parquet")).unwrap();
+    let ctx = open_session(dir.path()).await.unwrap();
+    assert_eq!(count(&ctx, "SELECT count(*) FROM events").await, 12);
+    assert_eq!(
+        count(
+            &ctx,
+            "SELECT count(DISTINCT event_id) FROM events WHERE kind <> ''"
+        )
+        .await,
+        12
+    );
+}
+
+fn write_parquet(path: &Path, batch: &RecordBatch) {
+    let mut w = ArrowWriter::try_new(File::create(path).unwrap(), batch.schema(), None).unwrap();
+    w.write(batch).unwrap();
+    w.close().unwrap();
+}
+
+#[tokio::test]
+async fn a_segment_list_of_plain_parquet_files_reads_and_older_files_lack_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let commits = fixture::commits();
+    let (table, events) = &commits[1][0];
+    assert_eq!(*table, Table::Events);
+    let full = dir.path().join("full.parquet");
+    write_parquet(&full, events);
+    // A file written before `attrs` existed: the column reads as NULL.
+    let keep: Vec<usize> = (0..events.num_columns() - 1).collect();
+    let older = events.project(&keep).unwrap();
+    assert_eq!(older.schema().fields().len(), 16);
+    let old = dir.path().join("old.parquet");
+    write_parquet(
+        &old,
+        &RecordBatch::try_new(
+            Arc::new(Schema::new(older.schema().fields().clone())),
+            older.columns().to_vec(),
+        )
+        .unwrap(),
+    );
+    let mut list = SegmentList::default();
+    for (path, rows) in [(&full, events.num_rows()), (&old, older.num_rows())] {
+        list.push(
+            Table::Events,
+            Segment {
+                path: path.clone(),
+                rows: rows as u64,
+                bytes: std::fs::metadata(path).unwrap().len(),
+                min_time_ns: None,
+                max_time_ns: None,
+            },
+        );
+    }
+    let ctx = session_over(&list).await.unwrap();
+    assert_eq!(count(&ctx, "SELECT count(*) FROM events").await, 14);
+    assert_eq!(
+        count(&ctx, "SELECT count(*) FROM events WHERE attrs IS NULL").await,
+        7
+    );
+    assert_eq!(
+        count(
+            &ctx,
+            "SELECT count(*) FROM events WHERE attrs['preemptor'] = 'llm/tgi'"
+        )
+        .await,
+        2
+    );
+    assert_eq!(count(&ctx, "SELECT count(*) FROM metrics").await, 0);
+}
