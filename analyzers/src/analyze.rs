@@ -1,0 +1,854 @@
+//! The analysis of a store (or a window of it): state views, symptom detection over the
+//! series pulled with SQL, the cause rules, attribution. The result feeds the report and
+//! the derived tables. Everything is sorted so that the same data gives the same result.
+//!
+//! The window is explicit (`from`, `to`), so a streaming worker can run the same analysis
+//! incrementally over a recent window after each committed batch.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use datafusion::prelude::SessionContext;
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::Result;
+use crate::attribution::{self, Attributed, EventInfo};
+use crate::causes::{self, Candidate, ScopeRow, SymptomRow};
+use crate::columns::Columns;
+use crate::sql::{self, AFTERMATH, EVIDENCE, symptoms as q, ts_param};
+use crate::symptoms::pending::{self, Lifecycle};
+use crate::symptoms::regression::{self, PaceInput, Worse};
+use crate::symptoms::stats::median;
+use crate::symptoms::straggler::{self, RankSeries};
+use crate::symptoms::{
+    DetectorConfig, Pauses, Point, Symptom, SymptomKind, WorkloadKey, progress, throughput,
+};
+
+/// How far before a symptom's onset the rules look for its cause.
+pub const LOOKBACK_NS: i64 = 15 * 60 * 1_000_000_000;
+
+/// What to analyze: workloads and a time window (all optional).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    pub namespace: Option<String>,
+    pub workload: Option<String>,
+    pub run_id: Option<String>,
+    /// Window start, ns since the epoch; default: the first data.
+    pub from_ns: Option<i64>,
+    /// Window end; default: the last data.
+    pub to_ns: Option<i64>,
+}
+
+impl Selection {
+    fn wants(&self, key: &WorkloadKey) -> bool {
+        let ok = |want: &Option<String>, have: &Option<String>| want.is_none() || want == have;
+        // A symptom or workload that names no run matches any run asked for.
+        let run = self.run_id.is_none() || key.run_id.is_none() || self.run_id == key.run_id;
+        ok(&self.namespace, &key.namespace) && ok(&self.workload, &key.workload) && run
+    }
+}
+
+/// One slowdown with everything the report says about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub slowdown_id: String,
+    pub symptom: Symptom,
+    pub nodes: Vec<String>,
+    pub pods: Vec<String>,
+    /// Ranked; the first is the verdict.
+    pub causes: Vec<Attributed>,
+    /// Every cited event, for timelines.
+    pub marks: Vec<EventInfo>,
+}
+
+/// A workload seen in the window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadExtent {
+    pub key: WorkloadKey,
+    /// The runs its framework series name, sorted.
+    pub run_ids: Vec<String>,
+    pub first_ns: i64,
+    pub last_ns: i64,
+}
+
+/// The result of one analysis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysis {
+    pub from_ns: i64,
+    pub to_ns: i64,
+    pub workloads: Vec<WorkloadExtent>,
+    pub findings: Vec<Finding>,
+}
+
+/// Runs the whole analysis on a session that has `events` and `metrics` registered.
+pub async fn analyze(
+    ctx: &SessionContext,
+    sel: &Selection,
+    cfg: &DetectorConfig,
+) -> Result<Analysis> {
+    // DataFusion 55's leaf-expression pushdown fails ("ambiguous reference
+    // __datafusion_extracted_N") on rules that read a view with map lookups twice.
+    sql::execute(
+        ctx,
+        sql::SqlFile {
+            path: "(session settings)",
+            text: "SET datafusion.optimizer.enable_leaf_expression_pushdown = false",
+        },
+    )
+    .await?;
+    crate::state::register(ctx).await?;
+    let from = sel.from_ns.unwrap_or(0);
+    let to = sel.to_ns.unwrap_or(i64::MAX / 2);
+    let params = [("from", ts_param(from)), ("to", ts_param(to))];
+
+    let extents = read_extents(ctx, &params).await?;
+    let (Some(data_from), Some(data_to)) = (
+        extents.iter().map(|e| e.first_ns).min(),
+        extents.iter().map(|e| e.last_ns).max(),
+    ) else {
+        return Ok(Analysis {
+            from_ns: from,
+            to_ns: sel.to_ns.unwrap_or(from),
+            workloads: Vec::new(),
+            findings: Vec::new(),
+        });
+    };
+    let window = (
+        sel.from_ns.unwrap_or(data_from),
+        sel.to_ns.unwrap_or(data_to),
+    );
+    let horizon = data_to.min(window.1);
+    let params = [("from", ts_param(window.0)), ("to", ts_param(window.1))];
+
+    let series = read_framework_series(ctx, &params).await?;
+    let pauses = read_pauses(ctx, &params).await?;
+    let lifecycle = read_lifecycle(ctx, &params).await?;
+    let util = read_utilization(ctx, &params).await?;
+    let placements = read_placements(ctx, &params).await?;
+
+    let mut found: Vec<Symptom> = Vec::new();
+    let mut with_sdk: BTreeSet<(Option<String>, Option<String>)> = BTreeSet::new();
+    for (key, run) in &series {
+        with_sdk.insert((key.namespace.clone(), key.workload.clone()));
+        let wk = (key.namespace.clone(), key.workload.clone());
+        let p = pauses.get(&wk).cloned().unwrap_or_default();
+        let finished = lifecycle.get(&wk).and_then(|l| {
+            l.iter()
+                .filter(|e| matches!(e.kind.as_str(), "run_finished" | "finished" | "completed"))
+                .map(|e| e.time_ns)
+                .max()
+        });
+        found.extend(detect_run(key, run, &p, horizon, finished, cfg));
+    }
+    for (wk, samples) in &util {
+        if with_sdk.contains(wk) {
+            continue;
+        }
+        let key = WorkloadKey {
+            namespace: wk.0.clone(),
+            workload: wk.1.clone(),
+            run_id: None,
+        };
+        for (metric, pts) in samples {
+            let s = throughput::workload_series(pts.clone());
+            found.extend(throughput::detect(&key, metric, &s, cfg, horizon));
+        }
+    }
+    for (wk, events) in &lifecycle {
+        let key = WorkloadKey {
+            namespace: wk.0.clone(),
+            workload: wk.1.clone(),
+            run_id: None,
+        };
+        for s in pending::detect(&key, events, cfg, horizon) {
+            // A stall of the same workload already accounts for the wait.
+            let covered = found.iter().any(|o| {
+                o.key.namespace == key.namespace
+                    && o.key.workload == key.workload
+                    && matches!(o.kind, SymptomKind::Stall | SymptomKind::Restart)
+                    && o.start_ns <= s.end_ns
+                    && s.start_ns <= o.end_ns
+            });
+            if !covered {
+                found.push(s);
+            }
+        }
+    }
+    found.retain(|s| sel.wants(&s.key));
+    found.sort_by(|a, b| {
+        (a.start_ns, &a.key, a.kind, a.rank).cmp(&(b.start_ns, &b.key, b.kind, b.rank))
+    });
+
+    // The rules' view of the symptoms and their scope.
+    let mut rows = Vec::new();
+    let mut scope = Vec::new();
+    let mut ids = Vec::new();
+    for s in &found {
+        let id = slowdown_id(s);
+        rows.push(SymptomRow {
+            slowdown_id: id.clone(),
+            namespace: s.key.namespace.clone(),
+            workload: s.key.workload.clone(),
+            run_id: s.key.run_id.clone(),
+            kind: s.kind.as_str(),
+            metric: s.metric.clone(),
+            rank: s.rank,
+            start_ns: s.start_ns,
+            end_ns: s.end_ns,
+            onset_from_ns: s.start_ns - LOOKBACK_NS,
+            baseline: s.baseline,
+            observed: s.observed,
+        });
+        scope.extend(scope_of(&id, s, &placements, &series));
+        ids.push(id);
+    }
+    scope.sort();
+    scope.dedup();
+    causes::register(ctx, &rows, &scope).await?;
+    let candidates = causes::run_rules(ctx).await?;
+    let cited: BTreeSet<&str> = candidates
+        .iter()
+        .flat_map(|c| c.evidence.iter().map(String::as_str))
+        .collect();
+    let events = read_evidence(ctx, &cited).await?;
+    let aftermath = read_aftermath(ctx).await?;
+
+    let mut findings = Vec::new();
+    for (s, id) in found.into_iter().zip(ids) {
+        let mine: Vec<&Candidate> = candidates.iter().filter(|c| c.slowdown_id == id).collect();
+        let after: Vec<EventInfo> = aftermath.get(&id).cloned().unwrap_or_default();
+        let ranked = attribution::attribute(&s, &mine, &events, &after, sql::CAUSE_RULES.len());
+        let mut marks: Vec<EventInfo> = mine
+            .iter()
+            .flat_map(|c| c.evidence.iter())
+            .filter_map(|e| events.get(e).cloned())
+            .collect();
+        marks.extend(after);
+        marks.sort_by(|a, b| (a.time_ns, &a.event_id).cmp(&(b.time_ns, &b.event_id)));
+        marks.dedup_by(|a, b| a.event_id == b.event_id);
+        let (nodes, pods) = nodes_and_pods(&id, &scope);
+        findings.push(Finding {
+            slowdown_id: id,
+            symptom: s,
+            nodes,
+            pods,
+            causes: ranked,
+            marks,
+        });
+    }
+    let mut workloads: Vec<WorkloadExtent> = extents
+        .into_iter()
+        .filter(|e| e.key.workload.is_some() && sel.wants(&e.key))
+        .collect();
+    for w in &mut workloads {
+        w.run_ids = series
+            .keys()
+            .filter(|k| k.namespace == w.key.namespace && k.workload == w.key.workload)
+            .filter_map(|k| k.run_id.clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+    }
+    Ok(Analysis {
+        from_ns: window.0,
+        to_ns: window.1,
+        workloads,
+        findings,
+    })
+}
+
+/// A stable id: a hash of what identifies the symptom.
+pub fn slowdown_id(s: &Symptom) -> String {
+    let text = format!(
+        "{}|{}|{}|{}|{}|{}",
+        s.key.namespace.as_deref().unwrap_or(""),
+        s.key.workload.as_deref().unwrap_or(""),
+        s.key.run_id.as_deref().unwrap_or(""),
+        s.kind.as_str(),
+        s.start_ns,
+        s.rank.map(|r| r.to_string()).unwrap_or_default()
+    );
+    format!("{:016x}", xxh3_64(text.as_bytes()))
+}
+
+/// Per-run framework series: metric -> rank -> points, and rank -> (node, device).
+#[derive(Debug, Default, Clone)]
+pub struct RunSeries {
+    pub metrics: BTreeMap<String, BTreeMap<Option<i32>, Vec<Point>>>,
+    pub placement: BTreeMap<Option<i32>, (Option<String>, Option<String>)>,
+}
+
+fn detect_run(
+    key: &WorkloadKey,
+    run: &RunSeries,
+    pauses: &Pauses,
+    horizon: i64,
+    finished: Option<i64>,
+    cfg: &DetectorConfig,
+) -> Vec<Symptom> {
+    let mut out = Vec::new();
+    let pace_metric = ["step_time_seconds", "tokens_per_second"]
+        .into_iter()
+        .find(|m| run.metrics.contains_key(*m));
+    // The pace rank: the lowest rank that reports (rank 0, or the only one).
+    let pace: Option<(&str, &Vec<Point>)> = pace_metric.and_then(|m| {
+        run.metrics
+            .get(m)
+            .and_then(|ranks| ranks.values().find(|v| !v.is_empty()).map(|v| (m, v)))
+    });
+    let progress_pts: Vec<Point> = match pace {
+        Some((_, pts)) if pts.iter().any(|p| p.step.is_some()) => {
+            pts.iter().filter(|p| p.step.is_some()).copied().collect()
+        }
+        _ => run
+            .metrics
+            .values()
+            .filter_map(|r| r.values().next())
+            .find(|v| v.iter().any(|p| p.step.is_some()))
+            .map(|v| v.iter().filter(|p| p.step.is_some()).copied().collect())
+            .unwrap_or_default(),
+    };
+    let baseline_step = match pace {
+        Some(("step_time_seconds", pts)) => {
+            let clean: Vec<Point> = pts
+                .iter()
+                .filter(|p| !pauses.contains(p.time_ns))
+                .copied()
+                .collect();
+            regression::reference(&clean, cfg, cfg.regression_min_rel)
+        }
+        _ => None,
+    }
+    .or_else(|| {
+        let per_step: Vec<f64> = progress_pts
+            .windows(2)
+            .filter_map(|w| {
+                let ds = w[1].step? - w[0].step?;
+                (ds > 0).then(|| (w[1].time_ns - w[0].time_ns) as f64 / 1e9 / ds as f64)
+            })
+            .collect();
+        median(&per_step)
+    });
+    let Some(baseline_step) = baseline_step else {
+        return out;
+    };
+    if progress_pts.len() >= 2 {
+        let metric = pace.map_or("step", |p| p.0);
+        out.extend(progress::detect(
+            &progress::ProgressInput {
+                key,
+                points: &progress_pts,
+                baseline_step_seconds: baseline_step,
+                pauses,
+                horizon_ns: horizon,
+                finished_ns: finished,
+                metric,
+            },
+            cfg,
+        ));
+    }
+    // Regressions on the pace, away from pauses and incidents (and their warm-up).
+    if let Some((metric, pts)) = pace {
+        let warmup = (baseline_step * 20.0 * 1e9) as i64;
+        let clean: Vec<Point> = pts
+            .iter()
+            .filter(|p| !pauses.contains(p.time_ns))
+            .filter(|p| {
+                !out.iter()
+                    .any(|s| p.time_ns >= s.start_ns && p.time_ns <= s.end_ns + warmup)
+            })
+            .copied()
+            .collect();
+        let (worse, min_rel) = if metric == "step_time_seconds" {
+            (Worse::Higher, cfg.regression_min_rel)
+        } else {
+            (Worse::Lower, cfg.regression_min_rel)
+        };
+        out.extend(regression::detect(
+            &PaceInput {
+                key,
+                points: &clean,
+                metric,
+                worse,
+                kind: SymptomKind::Regression,
+                min_rel,
+                min_seconds: (baseline_step * 20.0).max(60.0),
+                horizon_ns: horizon,
+            },
+            cfg,
+        ));
+    }
+    if let Some(ranks) = run.metrics.get("compute_seconds") {
+        let rs: Vec<RankSeries> = ranks
+            .iter()
+            .filter_map(|(r, pts)| {
+                r.map(|rank| RankSeries {
+                    rank,
+                    points: pts.clone(),
+                })
+            })
+            .collect();
+        let stragglers = straggler::detect(key, &rs, cfg, horizon);
+        // The job's pace regression is the straggler's doing: one slowdown, not two.
+        out.retain(|s| {
+            s.kind != SymptomKind::Regression
+                || !stragglers.iter().any(|g| {
+                    let overlap = (s.end_ns.min(g.end_ns) - s.start_ns.max(g.start_ns)).max(0);
+                    overlap * 2 >= (s.end_ns - s.start_ns)
+                })
+        });
+        out.extend(stragglers);
+    }
+    out
+}
+
+fn scope_of(
+    id: &str,
+    s: &Symptom,
+    placements: &[Placement],
+    series: &BTreeMap<WorkloadKey, RunSeries>,
+) -> Vec<ScopeRow> {
+    let from = s.start_ns - LOOKBACK_NS;
+    let mut rows = Vec::new();
+    let focus = s.rank.and_then(|r| {
+        series
+            .get(&s.key)
+            .and_then(|run| run.placement.get(&Some(r)).cloned())
+            .and_then(|(n, d)| n.map(|n| (n, d)))
+    });
+    for p in placements {
+        if p.namespace != s.key.namespace
+            || p.workload != s.key.workload
+            || p.since > s.end_ns
+            || p.until < from
+        {
+            continue;
+        }
+        let level = match &focus {
+            Some((n, _)) if *n != p.node => "workload",
+            _ => "focus",
+        };
+        let device = match &focus {
+            Some((n, Some(d))) if *n == p.node && p.device.is_none() => Some(d.clone()),
+            _ => p.device.clone(),
+        };
+        rows.push(ScopeRow {
+            slowdown_id: id.to_string(),
+            node: p.node.clone(),
+            device,
+            pod: p.pod.clone(),
+            level,
+        });
+    }
+    if let Some((n, d)) = focus {
+        rows.push(ScopeRow {
+            slowdown_id: id.to_string(),
+            node: n,
+            device: d,
+            pod: None,
+            level: "focus",
+        });
+    }
+    rows
+}
+
+fn nodes_and_pods(id: &str, scope: &[ScopeRow]) -> (Vec<String>, Vec<String>) {
+    let mine = scope.iter().filter(|r| r.slowdown_id == id);
+    let nodes: BTreeSet<String> = mine
+        .clone()
+        .filter(|r| r.level == "focus")
+        .map(|r| r.node.clone())
+        .collect();
+    let pods: BTreeSet<String> = mine.filter_map(|r| r.pod.clone()).collect();
+    (nodes.into_iter().collect(), pods.into_iter().collect())
+}
+
+type Params = [(&'static str, datafusion::scalar::ScalarValue); 2];
+
+async fn read_extents(ctx: &SessionContext, params: &Params) -> Result<Vec<WorkloadExtent>> {
+    let mut out = Vec::new();
+    for b in sql::collect(ctx, q::EXTENT, params).await? {
+        let c = Columns::new(&b, q::EXTENT.path);
+        let (ns, w, t0, t1) = (
+            c.strings("namespace")?,
+            c.strings("workload")?,
+            c.times("first_time")?,
+            c.times("last_time")?,
+        );
+        for i in 0..b.num_rows() {
+            if let (Some(first_ns), Some(last_ns)) = (t0[i], t1[i]) {
+                let key = WorkloadKey {
+                    namespace: ns[i].clone(),
+                    workload: w[i].clone(),
+                    run_id: None,
+                };
+                out.push(WorkloadExtent {
+                    key,
+                    run_ids: Vec::new(),
+                    first_ns,
+                    last_ns,
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| a.key.cmp(&b.key));
+    Ok(out)
+}
+
+async fn read_framework_series(
+    ctx: &SessionContext,
+    params: &Params,
+) -> Result<BTreeMap<WorkloadKey, RunSeries>> {
+    let mut out: BTreeMap<WorkloadKey, RunSeries> = BTreeMap::new();
+    let file = q::FRAMEWORK_SERIES.path;
+    for b in sql::collect(ctx, q::FRAMEWORK_SERIES, params).await? {
+        let c = Columns::new(&b, file);
+        let (ns, w, run, metric) = (
+            c.strings("namespace")?,
+            c.strings("workload")?,
+            c.strings("run_id")?,
+            c.strings("metric")?,
+        );
+        let (rank, time, step, value) = (
+            c.ints("rank")?,
+            c.times("time")?,
+            c.ints("step")?,
+            c.floats("value")?,
+        );
+        let (node, device) = (c.strings("node")?, c.strings("device")?);
+        for i in 0..b.num_rows() {
+            let (Some(m), Some(t), Some(v)) = (&metric[i], time[i], value[i]) else {
+                continue;
+            };
+            let key = WorkloadKey {
+                namespace: ns[i].clone(),
+                workload: w[i].clone(),
+                run_id: run[i].clone(),
+            };
+            let r = rank[i].map(|r| r as i32);
+            let entry = out.entry(key).or_default();
+            entry
+                .metrics
+                .entry(m.clone())
+                .or_default()
+                .entry(r)
+                .or_default()
+                .push(Point {
+                    time_ns: t,
+                    step: step[i],
+                    value: v,
+                });
+            if node[i].is_some() {
+                entry
+                    .placement
+                    .entry(r)
+                    .or_insert_with(|| (node[i].clone(), device[i].clone()));
+            }
+        }
+    }
+    for run in out.values_mut() {
+        for ranks in run.metrics.values_mut() {
+            for pts in ranks.values_mut() {
+                pts.sort_by_key(|p| (p.time_ns, p.step));
+            }
+        }
+    }
+    Ok(out)
+}
+
+type WorkloadName = (Option<String>, Option<String>);
+
+async fn read_pauses(
+    ctx: &SessionContext,
+    params: &Params,
+) -> Result<BTreeMap<WorkloadName, Pauses>> {
+    let mut raw: BTreeMap<WorkloadName, Vec<(i64, String, Option<f64>)>> = BTreeMap::new();
+    for b in sql::collect(ctx, q::PAUSES, params).await? {
+        let c = Columns::new(&b, q::PAUSES.path);
+        let (ns, w, kind, time, secs) = (
+            c.strings("namespace")?,
+            c.strings("workload")?,
+            c.strings("kind")?,
+            c.times("time")?,
+            c.floats("seconds")?,
+        );
+        for i in 0..b.num_rows() {
+            let (Some(k), Some(t)) = (&kind[i], time[i]) else {
+                continue;
+            };
+            raw.entry((ns[i].clone(), w[i].clone()))
+                .or_default()
+                .push((t, k.clone(), secs[i]));
+        }
+    }
+    let mut out = BTreeMap::new();
+    for (wk, mut evs) in raw {
+        evs.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        let saves: Vec<f64> = evs
+            .iter()
+            .filter(|e| e.1 == "checkpoint_saved")
+            .filter_map(|e| e.2)
+            .collect();
+        let normal = median(&saves);
+        let mut intervals = Vec::new();
+        let mut eval_from: Option<i64> = None;
+        for (t, k, s) in &evs {
+            match k.as_str() {
+                "eval_started" => eval_from = eval_from.or(Some(*t)),
+                "eval_finished" => {
+                    if let Some(f) = eval_from.take() {
+                        intervals.push((f, *t));
+                    }
+                }
+                // A save within the workload's normal save time is an expected pause.
+                "checkpoint_saved" => {
+                    if let (Some(s), Some(n)) = (s, normal)
+                        && *s <= 3.0 * n
+                    {
+                        intervals.push((t - (*s * 1e9) as i64, *t));
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.insert(wk, Pauses::new(intervals));
+    }
+    Ok(out)
+}
+
+async fn read_lifecycle(
+    ctx: &SessionContext,
+    params: &Params,
+) -> Result<BTreeMap<WorkloadName, Vec<Lifecycle>>> {
+    let mut out: BTreeMap<WorkloadName, Vec<Lifecycle>> = BTreeMap::new();
+    for b in sql::collect(ctx, q::LIFECYCLE, params).await? {
+        let c = Columns::new(&b, q::LIFECYCLE.path);
+        let (ns, w, kind, time) = (
+            c.strings("namespace")?,
+            c.strings("workload")?,
+            c.strings("kind")?,
+            c.times("time")?,
+        );
+        for i in 0..b.num_rows() {
+            let (Some(k), Some(t)) = (&kind[i], time[i]) else {
+                continue;
+            };
+            out.entry((ns[i].clone(), w[i].clone()))
+                .or_default()
+                .push(Lifecycle {
+                    time_ns: t,
+                    kind: k.clone(),
+                });
+        }
+    }
+    for v in out.values_mut() {
+        v.sort_by(|a, b| (a.time_ns, &a.kind).cmp(&(b.time_ns, &b.kind)));
+    }
+    Ok(out)
+}
+
+async fn read_utilization(
+    ctx: &SessionContext,
+    params: &Params,
+) -> Result<BTreeMap<WorkloadName, BTreeMap<String, Vec<Point>>>> {
+    let mut out: BTreeMap<WorkloadName, BTreeMap<String, Vec<Point>>> = BTreeMap::new();
+    for b in sql::collect(ctx, q::UTILIZATION, params).await? {
+        let c = Columns::new(&b, q::UTILIZATION.path);
+        let (ns, w, metric, time, value) = (
+            c.strings("namespace")?,
+            c.strings("workload")?,
+            c.strings("metric")?,
+            c.times("time")?,
+            c.floats("value")?,
+        );
+        for i in 0..b.num_rows() {
+            let (Some(m), Some(t), Some(v)) = (&metric[i], time[i], value[i]) else {
+                continue;
+            };
+            out.entry((ns[i].clone(), w[i].clone()))
+                .or_default()
+                .entry(m.clone())
+                .or_default()
+                .push(Point {
+                    time_ns: t,
+                    step: None,
+                    value: v,
+                });
+        }
+    }
+    Ok(out)
+}
+
+/// Where a workload ran: a pod on a node (and GPU) for a while.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Placement {
+    pub namespace: Option<String>,
+    pub workload: Option<String>,
+    pub pod: Option<String>,
+    pub node: String,
+    pub device: Option<String>,
+    pub since: i64,
+    pub until: i64,
+}
+
+async fn read_placements(ctx: &SessionContext, params: &Params) -> Result<Vec<Placement>> {
+    let mut out = Vec::new();
+    for b in sql::collect(ctx, q::PLACEMENTS, params).await? {
+        let c = Columns::new(&b, q::PLACEMENTS.path);
+        let (ns, w, pod, node, device) = (
+            c.strings("namespace")?,
+            c.strings("workload")?,
+            c.strings("pod")?,
+            c.strings("node")?,
+            c.strings("device")?,
+        );
+        let (since, until) = (c.times("since")?, c.times("until")?);
+        for i in 0..b.num_rows() {
+            let (Some(n), Some(s)) = (&node[i], since[i]) else {
+                continue;
+            };
+            out.push(Placement {
+                namespace: ns[i].clone(),
+                workload: w[i].clone(),
+                pod: pod[i].clone(),
+                node: n.clone(),
+                device: device[i].clone(),
+                since: s,
+                until: until[i].unwrap_or(i64::MAX),
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn event_info(c: &Columns<'_>, n: usize) -> Result<Vec<(Option<String>, EventInfo)>> {
+    let ids = c.strings("event_id")?;
+    let time = c.times("time")?;
+    let (layer, kind) = (c.strings("layer")?, c.strings("kind")?);
+    let (ns, w, pod, node, device) = (
+        c.strings("namespace")?,
+        c.strings("workload")?,
+        c.strings("pod")?,
+        c.strings("node")?,
+        c.strings("device")?,
+    );
+    let (reason, message, step, seconds) = (
+        c.strings("reason")?,
+        c.strings("message")?,
+        c.strings("step")?,
+        c.strings("seconds")?,
+    );
+    let sid = if c.has("slowdown_id") {
+        c.strings("slowdown_id")?
+    } else {
+        vec![None; n]
+    };
+    let mut out = Vec::new();
+    for i in 0..n {
+        let (Some(id), Some(t), Some(k)) = (&ids[i], time[i], &kind[i]) else {
+            continue;
+        };
+        let who = match (&w[i], &pod[i], &node[i]) {
+            (Some(w), _, _) => format!("{}/{}", ns[i].as_deref().unwrap_or("-"), w),
+            (None, Some(p), _) => p.clone(),
+            (None, None, Some(n)) => match &device[i] {
+                Some(d) => format!("{n} GPU {d}"),
+                None => n.clone(),
+            },
+            _ => String::from("cluster"),
+        };
+        let what = if k == "checkpoint_restored" {
+            let mut s = String::from("restored from checkpoint");
+            if let Some(st) = &step[i] {
+                s.push_str(&format!(" at step {st}"));
+            }
+            if let Some(sec) = &seconds[i] {
+                s.push_str(&format!(" in {sec} s"));
+            }
+            s
+        } else {
+            let text = message[i]
+                .clone()
+                .or_else(|| reason[i].clone())
+                .unwrap_or_else(|| k.replace('_', " "));
+            let mut text: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            if text.chars().count() > 160 {
+                text = text.chars().take(157).collect::<String>() + "…";
+            }
+            match &reason[i] {
+                Some(r) if message[i].is_some() && !text.contains(r.as_str()) => {
+                    format!("{r}: {text}")
+                }
+                _ => text,
+            }
+        };
+        out.push((
+            sid[i].clone(),
+            EventInfo {
+                event_id: id.clone(),
+                time_ns: t,
+                layer: layer[i].clone().unwrap_or_default(),
+                kind: k.clone(),
+                summary: format!("{who}: {what}"),
+            },
+        ));
+    }
+    Ok(out)
+}
+
+async fn read_evidence(
+    ctx: &SessionContext,
+    cited: &BTreeSet<&str>,
+) -> Result<HashMap<String, EventInfo>> {
+    use arrow::array::{RecordBatch, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    use std::sync::Arc;
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "event_id",
+        DataType::Utf8,
+        false,
+    )]));
+    let ids = StringArray::from(cited.iter().copied().collect::<Vec<&str>>());
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(ids)]).map_err(|source| {
+        crate::AnalyzeError::Arrow {
+            what: "cited",
+            source,
+        }
+    })?;
+    let table =
+        datafusion::datasource::MemTable::try_new(schema, vec![vec![batch]]).map_err(|source| {
+            crate::AnalyzeError::Sql {
+                file: "(cited)",
+                source,
+            }
+        })?;
+    let _ = ctx.deregister_table("cited");
+    ctx.register_table("cited", Arc::new(table))
+        .map_err(|source| crate::AnalyzeError::Sql {
+            file: "(cited)",
+            source,
+        })?;
+    let mut out = HashMap::new();
+    for b in sql::collect(ctx, EVIDENCE, &[]).await? {
+        let c = Columns::new(&b, EVIDENCE.path);
+        for (_, e) in event_info(&c, b.num_rows())? {
+            out.insert(e.event_id.clone(), e);
+        }
+    }
+    Ok(out)
+}
+
+async fn read_aftermath(ctx: &SessionContext) -> Result<HashMap<String, Vec<EventInfo>>> {
+    let mut out: HashMap<String, Vec<EventInfo>> = HashMap::new();
+    for b in sql::collect(ctx, AFTERMATH, &[]).await? {
+        let c = Columns::new(&b, AFTERMATH.path);
+        for (sid, e) in event_info(&c, b.num_rows())? {
+            if let Some(sid) = sid {
+                out.entry(sid).or_default().push(e);
+            }
+        }
+    }
+    for v in out.values_mut() {
+        v.sort_by(|a, b| (a.time_ns, &a.event_id).cmp(&(b.time_ns, &b.event_id)));
+    }
+    Ok(out)
+}

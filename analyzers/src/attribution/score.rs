@@ -1,0 +1,288 @@
+//! Scoring one candidate cause against one symptom: temporal precedence and proximity,
+//! topological match, the cause's specificity, and how well it fits the kind of symptom.
+
+use whyslow_schemas::Cause;
+
+use crate::causes::{Candidate, Reach};
+use crate::symptoms::SymptomKind;
+
+/// Events this long after the onset still count as "at the onset" (a Kueue eviction is
+/// often logged seconds after the last step it stopped).
+pub const GRACE_AFTER_ONSET_S: f64 = 120.0;
+/// The scale of the decay of evidence before the onset.
+pub const BEFORE_TAU_S: f64 = 900.0;
+
+/// The parts of a score, each in 0..=1.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Score {
+    pub temporal: f64,
+    pub topology: f64,
+    pub specificity: f64,
+    pub fit: f64,
+}
+
+impl Score {
+    /// The combined confidence in 0..1.
+    pub fn total(&self) -> f64 {
+        (self.fit * (0.35 * self.temporal + 0.30 * self.topology + 0.35 * self.specificity))
+            .clamp(0.0, 0.99)
+    }
+}
+
+/// Temporal precedence and proximity: evidence shortly before (or at) the onset scores
+/// highest, older evidence decays, evidence well after the onset counts half at most.
+pub fn temporal(evidence_ns: i64, onset_ns: i64, end_ns: i64) -> f64 {
+    let dt = (evidence_ns - onset_ns) as f64 / 1e9;
+    if dt <= GRACE_AFTER_ONSET_S {
+        (-(-dt).max(0.0) / BEFORE_TAU_S).exp()
+    } else {
+        let duration = (end_ns - onset_ns) as f64 / 1e9;
+        let tau = (0.25 * duration).max(300.0);
+        0.5 * (-(dt - GRACE_AFTER_ONSET_S) / tau).exp()
+    }
+}
+
+/// Topological match: the workload itself or its GPU, its node, its other nodes, the
+/// cluster.
+pub fn topology(reach: Reach) -> f64 {
+    match reach {
+        Reach::Workload | Reach::Gpu => 1.0,
+        Reach::Node => 0.85,
+        Reach::WorkloadNodes => 0.6,
+        Reach::Cluster => 0.3,
+    }
+}
+
+/// How specific the cause's evidence is: an Xid 79 or a named preemptor says more than a
+/// co-located pod.
+pub fn specificity(cause: Cause) -> f64 {
+    use Cause::*;
+    match cause {
+        GpuFailure | Preemption => 1.0,
+        GpuMemoryError | HostMaintenance | OomKilled => 0.95,
+        NvlinkError | ThermalThrottle | NodeFailure => 0.9,
+        PowerThrottle | Eviction | ImagePull | SchedulingFailure => 0.85,
+        NetworkDegraded | StorageSlow | HostResourcePressure | Recompilation | DataloaderStall => {
+            0.8
+        }
+        QuotaWait | CollectiveTimeout => 0.75,
+        CrashLoop | ScaleChange | CheckpointSave | CheckpointRestore | ConfigChange => 0.7,
+        NoisyNeighbor | StragglerRank => 0.6,
+        Unknown => 0.0,
+    }
+}
+
+/// How plausibly the cause produces this kind of symptom: 1, 0.6 or 0.3.
+pub fn fit(cause: Cause, kind: SymptomKind) -> f64 {
+    use Cause::*;
+    use SymptomKind::*;
+    let strong: &[Cause] = match kind {
+        Stall | Restart => &[
+            GpuFailure,
+            GpuMemoryError,
+            NodeFailure,
+            HostMaintenance,
+            StorageSlow,
+            HostResourcePressure,
+            Preemption,
+            QuotaWait,
+            SchedulingFailure,
+            Eviction,
+            OomKilled,
+            CrashLoop,
+            ImagePull,
+            CheckpointRestore,
+            CollectiveTimeout,
+        ],
+        Regression | ThroughputDrop => &[
+            ThermalThrottle,
+            PowerThrottle,
+            NetworkDegraded,
+            NvlinkError,
+            NoisyNeighbor,
+            CheckpointSave,
+            Recompilation,
+            DataloaderStall,
+            StragglerRank,
+            ConfigChange,
+            ScaleChange,
+        ],
+        Straggler => &[ThermalThrottle, PowerThrottle, NoisyNeighbor, StragglerRank],
+        Pending => &[
+            QuotaWait,
+            Preemption,
+            SchedulingFailure,
+            ImagePull,
+            Eviction,
+        ],
+    };
+    let medium: &[Cause] = match kind {
+        Stall | Restart => &[
+            NvlinkError,
+            NetworkDegraded,
+            CheckpointSave,
+            DataloaderStall,
+            Recompilation,
+            ScaleChange,
+        ],
+        Regression | ThroughputDrop => &[StorageSlow, GpuMemoryError, HostResourcePressure],
+        Straggler => &[
+            GpuMemoryError,
+            NvlinkError,
+            NetworkDegraded,
+            HostResourcePressure,
+            DataloaderStall,
+        ],
+        Pending => &[
+            NodeFailure,
+            HostMaintenance,
+            HostResourcePressure,
+            CrashLoop,
+        ],
+    };
+    if strong.contains(&cause) {
+        1.0
+    } else if medium.contains(&cause) {
+        0.6
+    } else {
+        0.3
+    }
+}
+
+/// The score of a candidate for a symptom with this onset, end and kind.
+pub fn score(c: &Candidate, kind: SymptomKind, onset_ns: i64, end_ns: i64) -> Score {
+    Score {
+        temporal: temporal(c.time_ns, onset_ns, end_ns),
+        topology: topology(c.reach),
+        specificity: specificity(c.cause),
+        fit: fit(c.cause, kind),
+    }
+}
+
+/// Whether `upstream` can cause `downstream` (a link of a causal chain across layers:
+/// Xid 79 → node NotReady → pods killed → restore).
+pub fn leads_to(upstream: Cause, downstream: Cause) -> bool {
+    use Cause::*;
+    let next: &[Cause] = match upstream {
+        GpuFailure | GpuMemoryError => &[
+            NodeFailure,
+            Eviction,
+            CrashLoop,
+            CheckpointRestore,
+            CollectiveTimeout,
+            StragglerRank,
+            SchedulingFailure,
+            QuotaWait,
+        ],
+        NvlinkError => &[
+            CollectiveTimeout,
+            StragglerRank,
+            CrashLoop,
+            CheckpointRestore,
+        ],
+        ThermalThrottle | PowerThrottle => &[StragglerRank, CollectiveTimeout],
+        NetworkDegraded => &[
+            CollectiveTimeout,
+            StragglerRank,
+            CrashLoop,
+            CheckpointRestore,
+            StorageSlow,
+        ],
+        NodeFailure => &[
+            Eviction,
+            CrashLoop,
+            CheckpointRestore,
+            SchedulingFailure,
+            QuotaWait,
+            CollectiveTimeout,
+            StragglerRank,
+        ],
+        HostMaintenance => &[
+            NodeFailure,
+            Eviction,
+            CrashLoop,
+            CheckpointRestore,
+            SchedulingFailure,
+            QuotaWait,
+            CollectiveTimeout,
+        ],
+        StorageSlow => &[CheckpointSave, CheckpointRestore, DataloaderStall],
+        HostResourcePressure => &[
+            Eviction,
+            OomKilled,
+            CrashLoop,
+            CheckpointRestore,
+            StragglerRank,
+            DataloaderStall,
+        ],
+        Preemption => &[
+            QuotaWait,
+            CheckpointRestore,
+            SchedulingFailure,
+            CrashLoop,
+            Eviction,
+        ],
+        Eviction => &[QuotaWait, CheckpointRestore, SchedulingFailure, CrashLoop],
+        OomKilled => &[CrashLoop, CheckpointRestore],
+        CrashLoop | CollectiveTimeout => &[CrashLoop, CheckpointRestore],
+        ImagePull => &[CrashLoop],
+        ScaleChange => &[
+            QuotaWait,
+            SchedulingFailure,
+            StragglerRank,
+            Recompilation,
+            CheckpointRestore,
+        ],
+        NoisyNeighbor => &[StragglerRank],
+        ConfigChange => &[
+            Recompilation,
+            CheckpointSave,
+            DataloaderStall,
+            StragglerRank,
+        ],
+        StragglerRank => &[CollectiveTimeout],
+        QuotaWait | SchedulingFailure | CheckpointSave | CheckpointRestore | Recompilation
+        | DataloaderStall | Unknown => &[],
+    };
+    upstream != downstream && next.contains(&downstream)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i64 = 1_000_000_000;
+
+    #[test]
+    fn evidence_just_before_the_onset_scores_highest() {
+        let onset = 1000 * S;
+        let end = 2000 * S;
+        let just_before = temporal(990 * S, onset, end);
+        let long_before = temporal(100 * S, onset, end);
+        let just_after = temporal(1030 * S, onset, end);
+        let long_after = temporal(1900 * S, onset, end);
+        assert!(just_before > 0.98 && just_after == 1.0);
+        assert!(long_before < just_before && long_before > 0.3);
+        assert!(long_after < 0.5);
+    }
+
+    #[test]
+    fn the_gpu_failure_chain_points_upstream() {
+        assert!(leads_to(Cause::GpuFailure, Cause::NodeFailure));
+        assert!(leads_to(Cause::NodeFailure, Cause::CheckpointRestore));
+        assert!(!leads_to(Cause::CheckpointRestore, Cause::GpuFailure));
+        assert!(leads_to(Cause::Preemption, Cause::QuotaWait));
+        assert!(!leads_to(Cause::QuotaWait, Cause::Preemption));
+        assert!(!leads_to(Cause::Preemption, Cause::Preemption));
+    }
+
+    #[test]
+    fn fit_prefers_plausible_mechanisms() {
+        assert_eq!(fit(Cause::Preemption, SymptomKind::Stall), 1.0);
+        assert_eq!(fit(Cause::ThermalThrottle, SymptomKind::Straggler), 1.0);
+        assert!(fit(Cause::ThermalThrottle, SymptomKind::Stall) < 0.5);
+        for &c in Cause::ALL {
+            assert!(specificity(c) <= 1.0);
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! The layered cause rules: registers the symptoms (and the nodes, GPUs and pods in their
+//! scope) as tables, runs one SQL rule per cause id over them, and reads back the
+//! candidate causes each rule proposes.
+
+use std::sync::Arc;
+
+use arrow::array::{
+    ArrayRef, Float64Builder, Int32Builder, RecordBatch, StringBuilder, TimestampNanosecondBuilder,
+};
+use arrow::datatypes::{DataType, Field, Schema};
+use datafusion::datasource::MemTable;
+use datafusion::prelude::SessionContext;
+use whyslow_schemas::tables::timestamp_type;
+use whyslow_schemas::{Cause, Layer};
+
+use crate::columns::Columns;
+use crate::sql::{self, CAUSE_RULES, SYMPTOM_EVENTS};
+use crate::{AnalyzeError, Result};
+
+/// How close a cause's evidence is to the symptom, most specific first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Reach {
+    /// The workload's own events.
+    Workload,
+    /// The same GPU the symptom concerns.
+    Gpu,
+    /// The same node.
+    Node,
+    /// Another node of the workload.
+    WorkloadNodes,
+    /// Elsewhere in the cluster.
+    Cluster,
+}
+
+impl Reach {
+    fn parse(s: &str) -> Reach {
+        match s {
+            "workload" => Reach::Workload,
+            "gpu" => Reach::Gpu,
+            "node" => Reach::Node,
+            "workload_nodes" => Reach::WorkloadNodes,
+            _ => Reach::Cluster,
+        }
+    }
+
+    /// The id the rules use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reach::Workload => "workload",
+            Reach::Gpu => "gpu",
+            Reach::Node => "node",
+            Reach::WorkloadNodes => "workload_nodes",
+            Reach::Cluster => "cluster",
+        }
+    }
+}
+
+/// A symptom as the rules see it (the `symptoms` table).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SymptomRow {
+    pub slowdown_id: String,
+    pub namespace: Option<String>,
+    pub workload: Option<String>,
+    pub run_id: Option<String>,
+    pub kind: &'static str,
+    pub metric: Option<String>,
+    pub rank: Option<i32>,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    /// Where the rules start looking for causes: before the onset.
+    pub onset_from_ns: i64,
+    pub baseline: Option<f64>,
+    pub observed: Option<f64>,
+}
+
+/// A node (and GPU, pod) in a symptom's scope (the `symptom_scope` table).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ScopeRow {
+    pub slowdown_id: String,
+    pub node: String,
+    pub device: Option<String>,
+    pub pod: Option<String>,
+    /// `focus`: where the symptom is (all the workload's nodes for a job-wide symptom, the
+    /// rank's node for a straggler); `workload`: the workload's other nodes.
+    pub level: &'static str,
+}
+
+/// A cause a rule proposes for a symptom.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    pub slowdown_id: String,
+    pub cause: Cause,
+    pub layer: Layer,
+    pub reach: Reach,
+    pub node: Option<String>,
+    pub device: Option<String>,
+    /// The earliest evidence.
+    pub time_ns: i64,
+    pub evidence: Vec<String>,
+    pub summary: String,
+    /// The rule's path under `queries/sql/`.
+    pub rule: &'static str,
+}
+
+fn ts_builder() -> TimestampNanosecondBuilder {
+    TimestampNanosecondBuilder::new().with_timezone("UTC")
+}
+
+fn arrow_err(what: &'static str) -> impl Fn(arrow::error::ArrowError) -> AnalyzeError {
+    move |source| AnalyzeError::Arrow { what, source }
+}
+
+/// Registers (or replaces) the `symptoms` and `symptom_scope` tables and the
+/// `symptom_events` view the rules read.
+pub async fn register(
+    ctx: &SessionContext,
+    symptoms: &[SymptomRow],
+    scope: &[ScopeRow],
+) -> Result<()> {
+    let s = |n: &str| Field::new(n, DataType::Utf8, true);
+    let t = |n: &str| Field::new(n, timestamp_type(), false);
+    let schema = Arc::new(Schema::new(vec![
+        s("slowdown_id"),
+        s("namespace"),
+        s("workload"),
+        s("run_id"),
+        s("kind"),
+        s("metric"),
+        Field::new("rank", DataType::Int32, true),
+        t("start"),
+        t("end"),
+        t("onset_from"),
+        Field::new("baseline", DataType::Float64, true),
+        Field::new("observed", DataType::Float64, true),
+    ]));
+    let mut text: Vec<StringBuilder> = (0..6).map(|_| StringBuilder::new()).collect();
+    let mut rank = Int32Builder::new();
+    let mut times: Vec<TimestampNanosecondBuilder> = (0..3).map(|_| ts_builder()).collect();
+    let mut floats: Vec<Float64Builder> = (0..2).map(|_| Float64Builder::new()).collect();
+    for r in symptoms {
+        let vals = [
+            Some(r.slowdown_id.as_str()),
+            r.namespace.as_deref(),
+            r.workload.as_deref(),
+            r.run_id.as_deref(),
+            Some(r.kind),
+            r.metric.as_deref(),
+        ];
+        for (b, v) in text.iter_mut().zip(vals) {
+            b.append_option(v);
+        }
+        rank.append_option(r.rank);
+        for (b, v) in times
+            .iter_mut()
+            .zip([r.start_ns, r.end_ns, r.onset_from_ns])
+        {
+            b.append_value(v);
+        }
+        floats[0].append_option(r.baseline);
+        floats[1].append_option(r.observed);
+    }
+    let mut cols: Vec<ArrayRef> = text
+        .iter_mut()
+        .map(|b| Arc::new(b.finish()) as ArrayRef)
+        .collect();
+    cols.push(Arc::new(rank.finish()));
+    cols.extend(times.iter_mut().map(|b| Arc::new(b.finish()) as ArrayRef));
+    cols.extend(floats.iter_mut().map(|b| Arc::new(b.finish()) as ArrayRef));
+    let batch = RecordBatch::try_new(schema.clone(), cols).map_err(arrow_err("symptoms"))?;
+    replace_table(ctx, "symptoms", schema, batch)?;
+
+    let schema = Arc::new(Schema::new(vec![
+        s("slowdown_id"),
+        s("node"),
+        s("device"),
+        s("pod"),
+        s("level"),
+    ]));
+    let mut b: Vec<StringBuilder> = (0..5).map(|_| StringBuilder::new()).collect();
+    for r in scope {
+        let vals = [
+            Some(r.slowdown_id.as_str()),
+            Some(r.node.as_str()),
+            r.device.as_deref(),
+            r.pod.as_deref(),
+            Some(r.level),
+        ];
+        for (b, v) in b.iter_mut().zip(vals) {
+            b.append_option(v);
+        }
+    }
+    let cols: Vec<ArrayRef> = b
+        .iter_mut()
+        .map(|b| Arc::new(b.finish()) as ArrayRef)
+        .collect();
+    let batch = RecordBatch::try_new(schema.clone(), cols).map_err(arrow_err("symptom_scope"))?;
+    replace_table(ctx, "symptom_scope", schema, batch)?;
+    sql::execute(ctx, SYMPTOM_EVENTS).await
+}
+
+fn replace_table(
+    ctx: &SessionContext,
+    name: &str,
+    schema: Arc<Schema>,
+    batch: RecordBatch,
+) -> Result<()> {
+    let table =
+        MemTable::try_new(schema, vec![vec![batch]]).map_err(|source| AnalyzeError::Sql {
+            file: "(in-memory table)",
+            source,
+        })?;
+    ctx.deregister_table(name)
+        .map_err(|source| AnalyzeError::Sql {
+            file: "(in-memory table)",
+            source,
+        })?;
+    ctx.register_table(name, Arc::new(table))
+        .map_err(|source| AnalyzeError::Sql {
+            file: "(in-memory table)",
+            source,
+        })?;
+    Ok(())
+}
+
+/// Runs every cause rule and returns their candidates, sorted by slowdown, time, cause.
+pub async fn run_rules(ctx: &SessionContext) -> Result<Vec<Candidate>> {
+    let mut out = Vec::new();
+    for &(layer, file) in CAUSE_RULES {
+        for batch in sql::collect(ctx, file, &[]).await? {
+            read_candidates(&batch, layer, file.path, &mut out)?;
+        }
+    }
+    out.sort_by(|a, b| {
+        (&a.slowdown_id, a.time_ns, a.cause, &a.node, &a.device).cmp(&(
+            &b.slowdown_id,
+            b.time_ns,
+            b.cause,
+            &b.node,
+            &b.device,
+        ))
+    });
+    Ok(out)
+}
+
+fn read_candidates(
+    batch: &RecordBatch,
+    layer: Layer,
+    file: &'static str,
+    out: &mut Vec<Candidate>,
+) -> Result<()> {
+    let c = Columns::new(batch, file);
+    let ids = c.strings("slowdown_id")?;
+    let causes = c.strings("cause")?;
+    let scope = c.strings("scope")?;
+    let node = c.strings("node")?;
+    let device = c.strings("device")?;
+    let time = c.times("time")?;
+    let evidence = c.string_lists("evidence")?;
+    let summary = c.strings("summary")?;
+    for i in 0..batch.num_rows() {
+        let (Some(id), Some(cause_id), Some(time_ns)) = (&ids[i], &causes[i], time[i]) else {
+            continue;
+        };
+        let cause: Cause =
+            cause_id
+                .parse()
+                .map_err(|e: whyslow_schemas::UnknownId| AnalyzeError::Shape {
+                    file,
+                    column: "cause".to_string(),
+                    detail: e.to_string(),
+                })?;
+        let mut ev = evidence[i].clone();
+        ev.sort();
+        ev.dedup();
+        out.push(Candidate {
+            slowdown_id: id.clone(),
+            cause,
+            layer,
+            reach: Reach::parse(scope[i].as_deref().unwrap_or("cluster")),
+            node: node[i].clone(),
+            device: device[i].clone(),
+            time_ns,
+            evidence: ev,
+            summary: summary[i].clone().unwrap_or_else(|| cause.id().to_string()),
+            rule: file,
+        });
+    }
+    Ok(())
+}

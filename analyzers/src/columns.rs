@@ -1,0 +1,121 @@
+//! Reading query results by column name whatever the physical string, integer or time
+//! type DataFusion chose (Utf8 or Utf8View, Int32 or Int64, any timestamp unit).
+
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, Float64Type, Int64Type, TimeUnit};
+
+use crate::{AnalyzeError, Result};
+
+/// The columns of one result batch, read by name.
+pub struct Columns<'a> {
+    batch: &'a RecordBatch,
+    file: &'static str,
+}
+
+impl<'a> Columns<'a> {
+    /// Columns of `batch`, which came from the SQL file `file` (named in errors).
+    pub fn new(batch: &'a RecordBatch, file: &'static str) -> Self {
+        Columns { batch, file }
+    }
+
+    /// Whether the batch has a column `name`.
+    pub fn has(&self, name: &str) -> bool {
+        self.batch.column_by_name(name).is_some()
+    }
+
+    fn cast(&self, name: &str, to: &DataType) -> Result<ArrayRef> {
+        let col = self
+            .batch
+            .column_by_name(name)
+            .ok_or_else(|| AnalyzeError::Shape {
+                file: self.file,
+                column: name.to_string(),
+                detail: "missing".to_string(),
+            })?;
+        cast(col, to).map_err(|e| AnalyzeError::Shape {
+            file: self.file,
+            column: name.to_string(),
+            detail: e.to_string(),
+        })
+    }
+
+    /// A text column.
+    pub fn strings(&self, name: &str) -> Result<Vec<Option<String>>> {
+        let a = self.cast(name, &DataType::Utf8)?;
+        let a = a.as_string::<i32>();
+        Ok((0..a.len())
+            .map(|i| a.is_valid(i).then(|| a.value(i).to_string()))
+            .collect())
+    }
+
+    /// A timestamp column as nanoseconds since the epoch.
+    pub fn times(&self, name: &str) -> Result<Vec<Option<i64>>> {
+        let a = self.cast(
+            name,
+            &DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+        )?;
+        let a = cast(&a, &DataType::Int64).map_err(|e| AnalyzeError::Shape {
+            file: self.file,
+            column: name.to_string(),
+            detail: e.to_string(),
+        })?;
+        let a = a.as_primitive::<Int64Type>();
+        Ok((0..a.len())
+            .map(|i| a.is_valid(i).then(|| a.value(i)))
+            .collect())
+    }
+
+    /// A numeric column as f64.
+    pub fn floats(&self, name: &str) -> Result<Vec<Option<f64>>> {
+        let a = self.cast(name, &DataType::Float64)?;
+        let a = a.as_primitive::<Float64Type>();
+        Ok((0..a.len())
+            .map(|i| a.is_valid(i).then(|| a.value(i)))
+            .collect())
+    }
+
+    /// An integer column as i64.
+    pub fn ints(&self, name: &str) -> Result<Vec<Option<i64>>> {
+        let a = self.cast(name, &DataType::Int64)?;
+        let a = a.as_primitive::<Int64Type>();
+        Ok((0..a.len())
+            .map(|i| a.is_valid(i).then(|| a.value(i)))
+            .collect())
+    }
+
+    /// A list-of-text column (NULL reads as an empty list).
+    pub fn string_lists(&self, name: &str) -> Result<Vec<Vec<String>>> {
+        let col = self
+            .batch
+            .column_by_name(name)
+            .ok_or_else(|| AnalyzeError::Shape {
+                file: self.file,
+                column: name.to_string(),
+                detail: "missing".to_string(),
+            })?;
+        if col.data_type() == &DataType::Null {
+            return Ok(vec![Vec::new(); col.len()]);
+        }
+        let list_type = DataType::List(std::sync::Arc::new(arrow::datatypes::Field::new(
+            "item",
+            DataType::Utf8,
+            true,
+        )));
+        let a = self.cast(name, &list_type)?;
+        let a = a.as_list::<i32>();
+        Ok((0..a.len())
+            .map(|i| {
+                if a.is_null(i) {
+                    return Vec::new();
+                }
+                let v = a.value(i);
+                let s = v.as_string::<i32>();
+                (0..s.len())
+                    .filter(|&j| s.is_valid(j))
+                    .map(|j| s.value(j).to_string())
+                    .collect()
+            })
+            .collect())
+    }
+}

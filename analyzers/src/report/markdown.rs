@@ -1,0 +1,190 @@
+//! The report as Markdown, for people: workloads with their goodput and badput, then
+//! every slowdown with its verdict, causal chain and the other candidates.
+
+use std::fmt::Write;
+
+use super::model::{Report, Slowdown};
+
+/// A duration in seconds as `1h 02m 03s` (or `12.5s` under a minute).
+pub fn human_seconds(s: f64) -> String {
+    if s < 60.0 {
+        return format!("{s:.1}s");
+    }
+    let total = s.round() as i64;
+    let (h, m, sec) = (total / 3600, (total % 3600) / 60, total % 60);
+    if h > 0 {
+        format!("{h}h {m:02}m {sec:02}s")
+    } else {
+        format!("{m}m {sec:02}s")
+    }
+}
+
+fn who(ns: &Option<String>, w: &Option<String>) -> String {
+    format!(
+        "{}/{}",
+        ns.as_deref().unwrap_or("-"),
+        w.as_deref().unwrap_or("-")
+    )
+}
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// Renders the report.
+pub fn render(r: &Report) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "# whyslow report\n");
+    let _ = writeln!(
+        o,
+        "Store `{}` · window {} → {} · generated {}\n",
+        r.store, r.window.from, r.window.to, r.generated_at
+    );
+    let total_lost: f64 = r.slowdowns.iter().map(|s| s.lost_seconds).sum();
+    let _ = writeln!(
+        o,
+        "{} slowdown(s), {} lost in total.\n",
+        r.slowdowns.len(),
+        human_seconds(total_lost)
+    );
+    let _ = writeln!(o, "## Workloads\n");
+    let _ = writeln!(
+        o,
+        "| workload | run | observed | productive | badput by cause |"
+    );
+    let _ = writeln!(o, "|---|---|---:|---:|---|");
+    for w in &r.workloads {
+        let badput = if w.badput.is_empty() {
+            "—".to_string()
+        } else {
+            w.badput
+                .iter()
+                .map(|(c, s)| format!("`{c}` {}", human_seconds(*s)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} |",
+            cell(&who(&w.namespace, &w.workload)),
+            cell(w.run_id.as_deref().unwrap_or("—")),
+            human_seconds(w.observed_seconds),
+            human_seconds(w.productive_seconds),
+            badput
+        );
+    }
+    let _ = writeln!(o, "\n## Slowdowns\n");
+    if r.slowdowns.is_empty() {
+        let _ = writeln!(o, "No slowdown found.");
+    }
+    for (i, s) in r.slowdowns.iter().enumerate() {
+        slowdown(&mut o, i + 1, s);
+    }
+    o
+}
+
+fn slowdown(o: &mut String, n: usize, s: &Slowdown) {
+    let _ = writeln!(
+        o,
+        "### {n}. {} of {} — {} lost{}\n",
+        s.kind,
+        who(&s.namespace, &s.workload),
+        human_seconds(s.lost_seconds),
+        if s.ongoing { " (ongoing)" } else { "" }
+    );
+    let _ = writeln!(
+        o,
+        "- id `{}`{}",
+        s.slowdown_id,
+        s.run_id
+            .as_ref()
+            .map(|r| format!(", run `{r}`"))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(o, "- from {} to {}", s.start, s.end);
+    if let Some(m) = &s.metric {
+        let fmt = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v}"));
+        let _ = writeln!(
+            o,
+            "- `{m}`: baseline {}, observed {}",
+            fmt(s.baseline),
+            fmt(s.observed)
+        );
+    }
+    if !s.nodes.is_empty() {
+        let _ = writeln!(o, "- nodes: {}", s.nodes.join(", "));
+    }
+    if !s.pods.is_empty() {
+        let _ = writeln!(o, "- pods: {}", s.pods.join(", "));
+    }
+    let _ = writeln!(o);
+    let Some(v) = s.causes.first() else { return };
+    let _ = writeln!(
+        o,
+        "**Verdict: `{}`** (confidence {:.2}, explains {}): {}\n",
+        v.cause,
+        v.confidence,
+        human_seconds(v.explained_seconds),
+        v.summary
+    );
+    if !v.chain.is_empty() {
+        let _ = writeln!(o, "Causal chain:\n");
+        for (i, l) in v.chain.iter().enumerate() {
+            let _ = writeln!(
+                o,
+                "{}. {} · {} · `{}` — {}",
+                i + 1,
+                l.time,
+                l.layer,
+                l.kind,
+                l.summary
+            );
+        }
+        let _ = writeln!(o);
+    }
+    if !v.evidence.is_empty() {
+        let _ = writeln!(
+            o,
+            "Evidence: {}\n",
+            v.evidence
+                .iter()
+                .map(|e| format!("`{e}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if s.causes.len() > 1 {
+        let _ = writeln!(o, "Other candidates:\n");
+        let _ = writeln!(o, "| cause | confidence | explained | where | summary |");
+        let _ = writeln!(o, "|---|---:|---:|---|---|");
+        for c in &s.causes[1..] {
+            let place = match (&c.node, &c.device) {
+                (Some(n), Some(d)) => format!("{n} GPU {d}"),
+                (Some(n), None) => n.clone(),
+                _ => "—".to_string(),
+            };
+            let _ = writeln!(
+                o,
+                "| `{}` | {:.2} | {} | {} | {} |",
+                c.cause,
+                c.confidence,
+                human_seconds(c.explained_seconds),
+                cell(&place),
+                cell(&c.summary)
+            );
+        }
+        let _ = writeln!(o);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_well() {
+        assert_eq!(human_seconds(12.34), "12.3s");
+        assert_eq!(human_seconds(1316.0), "21m 56s");
+        assert_eq!(human_seconds(10800.0), "3h 00m 00s");
+    }
+}

@@ -1,0 +1,220 @@
+//! The SQL the analyzers run, embedded from `queries/sql/` at build time: state views,
+//! the symptom queries and the per-layer cause rules, each named by its path.
+
+use whyslow_schemas::Layer;
+
+/// One SQL file: its path under `queries/sql/` and its text.
+#[derive(Debug, Clone, Copy)]
+pub struct SqlFile {
+    pub path: &'static str,
+    pub text: &'static str,
+}
+
+macro_rules! sql {
+    ($path:literal) => {
+        SqlFile {
+            path: $path,
+            text: include_str!(concat!("../../queries/sql/", $path)),
+        }
+    };
+}
+
+/// State views, in dependency order (`CREATE OR REPLACE VIEW`).
+pub const STATE_VIEWS: &[SqlFile] = &[
+    sql!("state/pod_placements.sql"),
+    sql!("state/workload_devices.sql"),
+    sql!("state/workload_admissions.sql"),
+    sql!("state/node_health.sql"),
+    sql!("state/run_progress.sql"),
+    sql!("state/checkpoint_restores.sql"),
+];
+
+/// Symptom inputs; each takes `$from` and `$to`.
+pub mod symptoms {
+    use super::SqlFile;
+    pub const FRAMEWORK_SERIES: SqlFile = sql!("symptoms/framework_series.sql");
+    pub const UTILIZATION: SqlFile = sql!("symptoms/utilization.sql");
+    pub const PAUSES: SqlFile = sql!("symptoms/pauses.sql");
+    pub const LIFECYCLE: SqlFile = sql!("symptoms/lifecycle.sql");
+    pub const EXTENT: SqlFile = sql!("symptoms/extent.sql");
+    pub const PLACEMENTS: SqlFile = sql!("symptoms/placements.sql");
+}
+
+/// The view every cause rule reads: events in each symptom's scope.
+pub const SYMPTOM_EVENTS: SqlFile = sql!("causes/symptom_events.sql");
+
+/// The events cited as evidence (reads the registered `cited` table).
+pub const EVIDENCE: SqlFile = sql!("causes/evidence.sql");
+
+/// Each symptom's own framework aftermath (restores), the end of its chain.
+pub const AFTERMATH: SqlFile = sql!("causes/aftermath.sql");
+
+/// One rule per cause id, grouped by layer.
+pub const CAUSE_RULES: &[(Layer, SqlFile)] = &[
+    (
+        Layer::Infrastructure,
+        sql!("causes/infrastructure/gpu_failure.sql"),
+    ),
+    (
+        Layer::Infrastructure,
+        sql!("causes/infrastructure/gpu_memory_error.sql"),
+    ),
+    (
+        Layer::Infrastructure,
+        sql!("causes/infrastructure/nvlink_error.sql"),
+    ),
+    (
+        Layer::Infrastructure,
+        sql!("causes/infrastructure/thermal_throttle.sql"),
+    ),
+    (
+        Layer::Infrastructure,
+        sql!("causes/infrastructure/power_throttle.sql"),
+    ),
+    (
+        Layer::Infrastructure,
+        sql!("causes/infrastructure/network_degraded.sql"),
+    ),
+    (
+        Layer::Infrastructure,
+        sql!("causes/infrastructure/node_failure.sql"),
+    ),
+    (
+        Layer::Infrastructure,
+        sql!("causes/infrastructure/host_maintenance.sql"),
+    ),
+    (
+        Layer::Infrastructure,
+        sql!("causes/infrastructure/storage_slow.sql"),
+    ),
+    (
+        Layer::Infrastructure,
+        sql!("causes/infrastructure/host_resource_pressure.sql"),
+    ),
+    (
+        Layer::Orchestrator,
+        sql!("causes/orchestrator/preemption.sql"),
+    ),
+    (
+        Layer::Orchestrator,
+        sql!("causes/orchestrator/quota_wait.sql"),
+    ),
+    (
+        Layer::Orchestrator,
+        sql!("causes/orchestrator/scheduling_failure.sql"),
+    ),
+    (
+        Layer::Orchestrator,
+        sql!("causes/orchestrator/eviction.sql"),
+    ),
+    (
+        Layer::Orchestrator,
+        sql!("causes/orchestrator/oom_killed.sql"),
+    ),
+    (
+        Layer::Orchestrator,
+        sql!("causes/orchestrator/crash_loop.sql"),
+    ),
+    (
+        Layer::Orchestrator,
+        sql!("causes/orchestrator/image_pull.sql"),
+    ),
+    (
+        Layer::Orchestrator,
+        sql!("causes/orchestrator/scale_change.sql"),
+    ),
+    (
+        Layer::Orchestrator,
+        sql!("causes/orchestrator/noisy_neighbor.sql"),
+    ),
+    (
+        Layer::Framework,
+        sql!("causes/framework/checkpoint_save.sql"),
+    ),
+    (
+        Layer::Framework,
+        sql!("causes/framework/checkpoint_restore.sql"),
+    ),
+    (
+        Layer::Framework,
+        sql!("causes/framework/collective_timeout.sql"),
+    ),
+    (Layer::Framework, sql!("causes/framework/recompilation.sql")),
+    (
+        Layer::Framework,
+        sql!("causes/framework/dataloader_stall.sql"),
+    ),
+    (
+        Layer::Framework,
+        sql!("causes/framework/straggler_rank.sql"),
+    ),
+    (Layer::Framework, sql!("causes/framework/config_change.sql")),
+];
+
+/// Runs one SQL file with named parameters (`$from`, `$to`, ...) and collects the rows.
+pub async fn collect(
+    ctx: &datafusion::prelude::SessionContext,
+    file: SqlFile,
+    params: &[(&str, datafusion::scalar::ScalarValue)],
+) -> crate::Result<Vec<arrow::array::RecordBatch>> {
+    use datafusion::common::ParamValues;
+    let err = |source| crate::AnalyzeError::Sql {
+        file: file.path,
+        source,
+    };
+    let mut df = ctx.sql(file.text).await.map_err(err)?;
+    if !params.is_empty() {
+        let map = params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone().into()))
+            .collect();
+        df = df.with_param_values(ParamValues::Map(map)).map_err(err)?;
+    }
+    df.collect().await.map_err(err)
+}
+
+/// Runs a statement (a `CREATE VIEW`) for its effect.
+pub async fn execute(
+    ctx: &datafusion::prelude::SessionContext,
+    file: SqlFile,
+) -> crate::Result<()> {
+    let err = |source| crate::AnalyzeError::Sql {
+        file: file.path,
+        source,
+    };
+    ctx.sql(file.text)
+        .await
+        .map_err(err)?
+        .collect()
+        .await
+        .map_err(err)?;
+    Ok(())
+}
+
+/// A timestamp parameter value: nanoseconds since the epoch, UTC.
+pub fn ts_param(ns: i64) -> datafusion::scalar::ScalarValue {
+    datafusion::scalar::ScalarValue::TimestampNanosecond(Some(ns), Some("UTC".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use whyslow_schemas::Cause;
+
+    /// Every typed cause has exactly one rule, filed under its layer and named after it.
+    #[test]
+    fn one_rule_per_cause() {
+        for &c in Cause::ALL {
+            let Some(layer) = c.layer() else { continue };
+            let name = c.id().split('.').nth(1).unwrap();
+            let path = format!("causes/{layer}/{name}.sql");
+            let rules: Vec<_> = CAUSE_RULES.iter().filter(|(_, f)| f.path == path).collect();
+            assert_eq!(rules.len(), 1, "{path}");
+            assert_eq!(rules[0].0, layer);
+            assert!(
+                rules[0].1.text.contains(&format!("'{}' AS cause", c.id())),
+                "{path}"
+            );
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! Pending detection: the workload should run but does not — from its creation (its first
+//! pending/queued sign) or an eviction until its pods run again. Lost time is that wait
+//! beyond the workload's normal start time (its shortest other wait, else zero).
+
+use super::{DetectorConfig, Symptom, SymptomKind, WorkloadKey, secs};
+
+/// One lifecycle event of a workload (orchestrator kinds of `contracts/tables.md`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lifecycle {
+    pub time_ns: i64,
+    pub kind: String,
+}
+
+fn waits(kind: &str) -> bool {
+    matches!(
+        kind,
+        "pending"
+            | "failed_scheduling"
+            | "evicted"
+            | "preempted"
+            | "suspended"
+            | "requeued"
+            | "created"
+    )
+}
+
+fn runs(kind: &str) -> bool {
+    matches!(
+        kind,
+        "scheduled" | "started" | "run_started" | "pod_running" | "running"
+    )
+}
+
+fn ends(kind: &str) -> bool {
+    matches!(kind, "finished" | "completed" | "run_finished" | "deleted")
+}
+
+/// The waits of one workload: `(start, end, ongoing)` intervals in time order.
+pub fn waits_of(events: &[Lifecycle], horizon_ns: i64) -> Vec<(i64, i64, bool)> {
+    let mut out = Vec::new();
+    let mut since: Option<i64> = None;
+    for e in events {
+        let k = e.kind.as_str();
+        if waits(k) {
+            // An eviction while running, or a first sign of waiting, opens a wait.
+            since = since.or(Some(e.time_ns));
+        } else if runs(k) {
+            if let Some(s) = since.take() {
+                out.push((s, e.time_ns, false));
+            } else if let Some(last) = out.last_mut()
+                && e.time_ns - last.1 <= 60_000_000_000
+            {
+                // Later pods of the same start: the wait ends when all of them run.
+                last.1 = last.1.max(e.time_ns);
+            }
+        } else if ends(k) {
+            since = None;
+        }
+    }
+    if let Some(s) = since {
+        out.push((s, horizon_ns.max(s), true));
+    }
+    out
+}
+
+/// Pending symptoms of one workload.
+pub fn detect(
+    key: &WorkloadKey,
+    events: &[Lifecycle],
+    cfg: &DetectorConfig,
+    horizon_ns: i64,
+) -> Vec<Symptom> {
+    let ws = waits_of(events, horizon_ns);
+    let mut out = Vec::new();
+    for (i, &(start_ns, end_ns, ongoing)) in ws.iter().enumerate() {
+        let normal = ws
+            .iter()
+            .enumerate()
+            .filter(|(j, w)| *j != i && !w.2)
+            .map(|(_, w)| secs(w.1 - w.0))
+            .fold(f64::INFINITY, f64::min);
+        let normal = if normal.is_finite() { normal } else { 0.0 };
+        let lost = secs(end_ns - start_ns) - normal;
+        if lost < cfg.pending_min_seconds {
+            continue;
+        }
+        out.push(Symptom {
+            key: key.clone(),
+            kind: SymptomKind::Pending,
+            start_ns,
+            end_ns,
+            ongoing,
+            lost_seconds: lost,
+            baseline: Some(normal),
+            observed: Some(secs(end_ns - start_ns)),
+            metric: None,
+            rank: None,
+            plot: Vec::new(),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i64 = 1_000_000_000;
+
+    fn ev(t: i64, k: &str) -> Lifecycle {
+        Lifecycle {
+            time_ns: t * S,
+            kind: k.to_string(),
+        }
+    }
+
+    #[test]
+    fn eviction_until_pods_run_again_is_pending() {
+        let events = vec![
+            ev(0, "pending"),
+            ev(5, "admitted"),
+            ev(6, "scheduled"),
+            ev(7, "scheduled"),
+            ev(100, "evicted"),
+            ev(101, "killing"),
+            ev(600, "admitted"),
+            ev(610, "scheduled"),
+            ev(640, "scheduled"),
+        ];
+        let ws = waits_of(&events, 1000 * S);
+        assert_eq!(ws, vec![(0, 7 * S, false), (100 * S, 640 * S, false)]);
+        let found = detect(
+            &WorkloadKey::default(),
+            &events,
+            &DetectorConfig::default(),
+            1000 * S,
+        );
+        assert_eq!(found.len(), 1);
+        assert!((found[0].lost_seconds - (540.0 - 7.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn never_admitted_is_ongoing_and_a_quick_start_is_nothing() {
+        let events = vec![ev(0, "pending"), ev(30, "pending")];
+        let found = detect(
+            &WorkloadKey::default(),
+            &events,
+            &DetectorConfig::default(),
+            900 * S,
+        );
+        assert_eq!(found.len(), 1);
+        assert!(found[0].ongoing);
+        let quick = vec![ev(0, "pending"), ev(3, "admitted"), ev(4, "scheduled")];
+        assert!(
+            detect(
+                &WorkloadKey::default(),
+                &quick,
+                &DetectorConfig::default(),
+                900 * S
+            )
+            .is_empty()
+        );
+    }
+}

@@ -1,0 +1,231 @@
+//! Stall and restart detection on a run's progress (its step counter over time).
+//!
+//! Lost time of both (report.md): from the last progress until the step reached before
+//! the incident is reached again — downtime plus replayed steps — less announced pauses
+//! and less the baseline time of any steps gained beyond that step.
+
+use super::{DetectorConfig, Pauses, Point, Symptom, SymptomKind, WorkloadKey, plot_of, secs};
+
+/// What the progress detector needs about one run.
+#[derive(Debug, Clone)]
+pub struct ProgressInput<'a> {
+    pub key: &'a WorkloadKey,
+    /// Progress samples of the pace rank, sorted by time, each with a step.
+    pub points: &'a [Point],
+    /// The run's normal seconds per step.
+    pub baseline_step_seconds: f64,
+    pub pauses: &'a Pauses,
+    /// The last time anything was observed (the end of an ongoing stall).
+    pub horizon_ns: i64,
+    /// When the run announced it finished, if it did.
+    pub finished_ns: Option<i64>,
+    /// The metric the progress came from.
+    pub metric: &'a str,
+}
+
+/// The stalls and restarts of one run, in time order.
+pub fn detect(input: &ProgressInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
+    let pts: Vec<(i64, i64)> = input
+        .points
+        .iter()
+        .filter_map(|p| p.step.map(|s| (p.time_ns, s)))
+        .collect();
+    let base = input.baseline_step_seconds.max(1e-3);
+    let threshold = (cfg.stall_factor * base).max(cfg.stall_min_seconds);
+    let mut out = Vec::new();
+    let mut j = 1;
+    while j < pts.len() {
+        let (t_prev, s_prev) = pts[j - 1];
+        let (t, s) = pts[j];
+        let gap = secs(t - t_prev) - input.pauses.overlap_seconds(t_prev, t);
+        let stalled = gap > threshold;
+        let went_back = s < s_prev;
+        if !stalled && !went_back {
+            j += 1;
+            continue;
+        }
+        // The step reached before the incident and when it was last advanced.
+        let s_start = pts[..j].iter().map(|p| p.1).max().unwrap_or(s_prev);
+        let t_start = t_prev;
+        let kind = if stalled {
+            SymptomKind::Stall
+        } else {
+            SymptomKind::Restart
+        };
+        let recovered = pts[j..]
+            .iter()
+            .position(|p| p.1 >= s_start && p.0 > t_start)
+            .map(|k| k + j);
+        let (t_end, s_end, ongoing) = match recovered {
+            Some(k) => (pts[k].0, pts[k].1, false),
+            None => (input.horizon_ns.max(pts[pts.len() - 1].0), s_start, true),
+        };
+        let lost = secs(t_end - t_start)
+            - input.pauses.overlap_seconds(t_start, t_end)
+            - (s_end - s_start).max(0) as f64 * base;
+        out.push(symptom(
+            input,
+            kind,
+            t_start,
+            t_end,
+            ongoing,
+            lost.max(0.0),
+            base,
+        ));
+        j = recovered.map_or(pts.len(), |k| k + 1);
+    }
+    // Progress that stopped and never came back before the last data.
+    if let Some(&(t_last, _)) = pts.last() {
+        let quiet = secs(input.horizon_ns - t_last)
+            - input.pauses.overlap_seconds(t_last, input.horizon_ns);
+        let finished = input
+            .finished_ns
+            .is_some_and(|f| f <= t_last + (threshold * 1e9) as i64);
+        let already = out.last().is_some_and(|s| s.ongoing);
+        if quiet > threshold && !finished && !already {
+            out.push(symptom(
+                input,
+                SymptomKind::Stall,
+                t_last,
+                input.horizon_ns,
+                true,
+                quiet,
+                base,
+            ));
+        }
+    }
+    out
+}
+
+fn symptom(
+    input: &ProgressInput<'_>,
+    kind: SymptomKind,
+    start_ns: i64,
+    end_ns: i64,
+    ongoing: bool,
+    lost_seconds: f64,
+    baseline: f64,
+) -> Symptom {
+    let margin = (end_ns - start_ns).max(60_000_000_000);
+    let around: Vec<Point> = input
+        .points
+        .iter()
+        .filter(|p| p.time_ns >= start_ns - margin && p.time_ns <= end_ns + margin)
+        .copied()
+        .collect();
+    Symptom {
+        key: input.key.clone(),
+        kind,
+        start_ns,
+        end_ns,
+        ongoing,
+        lost_seconds,
+        baseline: Some(baseline),
+        observed: None,
+        metric: Some(input.metric.to_string()),
+        rank: None,
+        plot: plot_of(&around, 400),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i64 = 1_000_000_000;
+
+    fn run(steps: impl IntoIterator<Item = (i64, i64)>) -> Vec<Point> {
+        steps
+            .into_iter()
+            .map(|(t, s)| Point {
+                time_ns: t * S,
+                step: Some(s),
+                value: 2.0,
+            })
+            .collect()
+    }
+
+    fn input<'a>(
+        key: &'a WorkloadKey,
+        pts: &'a [Point],
+        pauses: &'a Pauses,
+        horizon: i64,
+    ) -> ProgressInput<'a> {
+        ProgressInput {
+            key,
+            points: pts,
+            baseline_step_seconds: 2.0,
+            pauses,
+            horizon_ns: horizon * S,
+            finished_ns: None,
+            metric: "step_time_seconds",
+        }
+    }
+
+    #[test]
+    fn steady_progress_has_no_symptom() {
+        let key = WorkloadKey::default();
+        let pts = run((0..500).map(|i| (i * 2, i)));
+        let p = Pauses::default();
+        assert!(detect(&input(&key, &pts, &p, 1000), &DetectorConfig::default()).is_empty());
+    }
+
+    #[test]
+    fn preemption_stall_with_restore_counts_downtime_and_replay() {
+        // Steps 0..=100 every 2 s, then nothing for 1000 s, then a restore to step 80
+        // and steps again every 2 s: step 100 is regained 40 s after the restart.
+        let mut steps: Vec<(i64, i64)> = (0..=100).map(|i| (i * 2, i)).collect();
+        steps.extend((80..=150).map(|s| (1200 + (s - 80) * 2, s)));
+        let pts = run(steps);
+        let key = WorkloadKey::default();
+        let p = Pauses::default();
+        let found = detect(&input(&key, &pts, &p, 1340), &DetectorConfig::default());
+        assert_eq!(found.len(), 1, "{found:?}");
+        let s = &found[0];
+        assert_eq!(s.kind, SymptomKind::Stall);
+        assert_eq!(s.start_ns, 200 * S);
+        assert_eq!(s.end_ns, 1240 * S);
+        assert!((s.lost_seconds - 1040.0).abs() < 1e-9, "{}", s.lost_seconds);
+        assert!(!s.ongoing);
+    }
+
+    #[test]
+    fn announced_eval_pause_is_not_a_stall() {
+        let mut steps: Vec<(i64, i64)> = (0..=100).map(|i| (i * 2, i)).collect();
+        steps.extend((101..=200).map(|s| (500 + (s - 101) * 2, s)));
+        let pts = run(steps);
+        let key = WorkloadKey::default();
+        let p = Pauses::new(vec![(201 * S, 499 * S)]);
+        assert!(detect(&input(&key, &pts, &p, 700), &DetectorConfig::default()).is_empty());
+    }
+
+    #[test]
+    fn quick_crash_and_restore_is_a_restart() {
+        let mut steps: Vec<(i64, i64)> = (0..=100).map(|i| (i * 2, i)).collect();
+        steps.extend((90..=150).map(|s| (210 + (s - 90) * 2, s)));
+        let pts = run(steps);
+        let key = WorkloadKey::default();
+        let p = Pauses::default();
+        let found = detect(&input(&key, &pts, &p, 330), &DetectorConfig::default());
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].kind, SymptomKind::Restart);
+        // From step 100 at 200 s to step 100 again at 230 s.
+        assert!(
+            (found[0].lost_seconds - 30.0).abs() < 1e-9,
+            "{}",
+            found[0].lost_seconds
+        );
+    }
+
+    #[test]
+    fn progress_that_never_resumes_is_an_ongoing_stall() {
+        let pts = run((0..=100).map(|i| (i * 2, i)));
+        let key = WorkloadKey::default();
+        let p = Pauses::default();
+        let found = detect(&input(&key, &pts, &p, 900), &DetectorConfig::default());
+        assert_eq!(found.len(), 1);
+        assert!(found[0].ongoing);
+        assert_eq!(found[0].end_ns, 900 * S);
+        assert!((found[0].lost_seconds - 700.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,224 @@
+//! Regression and throughput-drop detection: a change point in a pace series (binary
+//! segmentation, each split significant by Welch's t-test and above an effect size),
+//! after which the pace stayed worse than the run's reference segment.
+
+use super::stats::{median, segment};
+use super::{DetectorConfig, Point, Symptom, SymptomKind, WorkloadKey, plot_of, secs};
+
+/// Which way is worse for the series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Worse {
+    /// Step time: larger is worse.
+    Higher,
+    /// Throughput, utilization: smaller is worse.
+    Lower,
+}
+
+/// One pace series to examine.
+#[derive(Debug, Clone)]
+pub struct PaceInput<'a> {
+    pub key: &'a WorkloadKey,
+    /// Samples sorted by time, already cleared of pauses and incidents.
+    pub points: &'a [Point],
+    pub metric: &'a str,
+    pub worse: Worse,
+    /// The symptom kind to report (`regression` or `throughput_drop`).
+    pub kind: SymptomKind,
+    /// The smallest relative change that counts.
+    pub min_rel: f64,
+    /// The shortest window that counts, in seconds.
+    pub min_seconds: f64,
+    /// When the data ends (a regression reaching it is ongoing).
+    pub horizon_ns: i64,
+}
+
+/// The reference (normal) level of a series: the median of its first segment.
+pub fn reference(points: &[Point], cfg: &DetectorConfig, min_rel: f64) -> Option<f64> {
+    let xs: Vec<f64> = points.iter().map(|p| p.value).collect();
+    let cuts = segment(&xs, cfg.min_segment, cfg.alpha, min_rel / 2.0);
+    median(&xs[..cuts.first().copied().unwrap_or(xs.len())])
+}
+
+/// The windows where the series stayed worse than its reference segment.
+pub fn detect(input: &PaceInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
+    let pts = input.points;
+    let xs: Vec<f64> = pts.iter().map(|p| p.value).collect();
+    // Split at half the effect size (a dip in the middle moves the mean of a side by less
+    // than its depth); the segments are then held to the full effect size.
+    let cuts = segment(&xs, cfg.min_segment, cfg.alpha, input.min_rel / 2.0);
+    if cuts.is_empty() {
+        return Vec::new();
+    }
+    let mut bounds = vec![0];
+    bounds.extend(&cuts);
+    bounds.push(xs.len());
+    let Some(base) = median(&xs[..bounds[1]]) else {
+        return Vec::new();
+    };
+    let is_worse = |m: f64| match input.worse {
+        Worse::Higher => m >= base * (1.0 + input.min_rel),
+        Worse::Lower => m <= base * (1.0 - input.min_rel),
+    };
+    // Merge consecutive worse segments into windows of sample indices [lo, hi).
+    let mut windows: Vec<(usize, usize)> = Vec::new();
+    for w in bounds.windows(2).skip(1) {
+        let (lo, hi) = (w[0], w[1]);
+        let Some(m) = median(&xs[lo..hi]) else {
+            continue;
+        };
+        if !is_worse(m) {
+            continue;
+        }
+        match windows.last_mut() {
+            Some(last) if last.1 == lo => last.1 = hi,
+            _ => windows.push((lo, hi)),
+        }
+    }
+    let mut out = Vec::new();
+    for (lo, hi) in windows {
+        // The window starts where the last normal sample ended.
+        let start_ns = pts[lo.saturating_sub(1)].time_ns;
+        let end_ns = pts[hi - 1].time_ns;
+        let duration = secs(end_ns - start_ns);
+        if duration < input.min_seconds {
+            continue;
+        }
+        let Some(observed) = median(&xs[lo..hi]) else {
+            continue;
+        };
+        let lost = match input.worse {
+            Worse::Higher if observed > 0.0 => duration * (1.0 - base / observed),
+            Worse::Lower if base > 0.0 => duration * (1.0 - observed / base),
+            _ => 0.0,
+        };
+        let ongoing = hi == xs.len() && secs(input.horizon_ns - end_ns) < duration.max(60.0);
+        let margin = (end_ns - start_ns).max(60_000_000_000);
+        let around: Vec<Point> = pts
+            .iter()
+            .filter(|p| p.time_ns >= start_ns - margin && p.time_ns <= end_ns + margin)
+            .copied()
+            .collect();
+        out.push(Symptom {
+            key: input.key.clone(),
+            kind: input.kind,
+            start_ns,
+            end_ns: if ongoing {
+                input.horizon_ns.max(end_ns)
+            } else {
+                end_ns
+            },
+            ongoing,
+            lost_seconds: lost.max(0.0),
+            baseline: Some(base),
+            observed: Some(observed),
+            metric: Some(input.metric.to_string()),
+            rank: None,
+            plot: plot_of(&around, 400),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i64 = 1_000_000_000;
+
+    fn series(levels: &[(usize, f64)]) -> Vec<Point> {
+        let mut out = Vec::new();
+        let mut t = 0i64;
+        let mut x: u64 = 42;
+        for &(n, level) in levels {
+            for _ in 0..n {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let u = (x >> 11) as f64 / (1u64 << 53) as f64;
+                let v = level * (1.0 + 0.04 * (u - 0.5));
+                t += (v * 1e9) as i64;
+                out.push(Point {
+                    time_ns: t,
+                    step: None,
+                    value: v,
+                });
+            }
+        }
+        out
+    }
+
+    fn input<'a>(key: &'a WorkloadKey, pts: &'a [Point], worse: Worse) -> PaceInput<'a> {
+        PaceInput {
+            key,
+            points: pts,
+            metric: "step_time_seconds",
+            worse,
+            kind: SymptomKind::Regression,
+            min_rel: 0.10,
+            min_seconds: 30.0,
+            horizon_ns: pts.last().unwrap().time_ns + 10 * S,
+        }
+    }
+
+    #[test]
+    fn step_time_regression_is_found_with_its_lost_time() {
+        let pts = series(&[(300, 2.0), (200, 2.6)]);
+        let key = WorkloadKey::default();
+        let found = detect(
+            &input(&key, &pts, Worse::Higher),
+            &DetectorConfig::default(),
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        let s = &found[0];
+        let duration = secs(s.end_ns - s.start_ns);
+        // 200 steps of ~2.6 s: ~520 s, of which 1 - 2.0/2.6 is lost (~120 s).
+        assert!((duration - 520.0).abs() < 15.0, "{duration}");
+        assert!((s.lost_seconds - 120.0).abs() < 8.0, "{}", s.lost_seconds);
+        assert!(s.ongoing);
+        assert!((s.observed.unwrap() / s.baseline.unwrap() - 1.3).abs() < 0.02);
+    }
+
+    #[test]
+    fn jitter_and_improvements_are_not_regressions() {
+        let key = WorkloadKey::default();
+        let flat = series(&[(500, 2.0)]);
+        assert!(
+            detect(
+                &input(&key, &flat, Worse::Higher),
+                &DetectorConfig::default()
+            )
+            .is_empty()
+        );
+        let faster = series(&[(200, 2.0), (200, 1.5)]);
+        assert!(
+            detect(
+                &input(&key, &faster, Worse::Higher),
+                &DetectorConfig::default()
+            )
+            .is_empty()
+        );
+        let small = series(&[(200, 2.0), (200, 2.08)]);
+        assert!(
+            detect(
+                &input(&key, &small, Worse::Higher),
+                &DetectorConfig::default()
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn utilization_drop_that_recovers_is_a_closed_window() {
+        let pts = series(&[(100, 90.0), (60, 60.0), (100, 90.0)]);
+        let key = WorkloadKey::default();
+        let mut inp = input(&key, &pts, Worse::Lower);
+        inp.kind = SymptomKind::ThroughputDrop;
+        inp.min_rel = 0.15;
+        inp.min_seconds = 0.0;
+        let found = detect(&inp, &DetectorConfig::default());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(!found[0].ongoing);
+        let expected = secs(found[0].end_ns - found[0].start_ns) * (1.0 - 60.0 / 90.0);
+        assert!((found[0].lost_seconds - expected).abs() / expected < 0.05);
+    }
+}

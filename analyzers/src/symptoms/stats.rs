@@ -1,0 +1,204 @@
+//! Robust statistics and tests shared by the detectors: medians, MAD, Welch's t-test and
+//! a binary-segmentation change-point search.
+
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+
+/// The median of `xs` (NaN-free), or `None` when empty.
+pub fn median(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// The median absolute deviation scaled to estimate a normal standard deviation.
+pub fn mad_sigma(xs: &[f64]) -> Option<f64> {
+    let m = median(xs)?;
+    let dev: Vec<f64> = xs.iter().map(|x| (x - m).abs()).collect();
+    median(&dev).map(|d| d * 1.4826)
+}
+
+/// Mean and sample variance.
+pub fn mean_var(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len() as f64;
+    if xs.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let mean = xs.iter().sum::<f64>() / n;
+    let var = if xs.len() > 1 {
+        xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (mean, var)
+}
+
+/// Welch's two-sample t-test: the statistic and its two-sided p-value.
+pub fn welch_t(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let (ma, va) = mean_var(a);
+    let (mb, vb) = mean_var(b);
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let se2 = va / na + vb / nb;
+    if se2 <= f64::EPSILON * (ma.abs() + mb.abs()).max(1e-12) {
+        // No variance at all: any difference is certain, none is nothing.
+        return Some(if (ma - mb).abs() > 1e-12 {
+            (f64::INFINITY, 0.0)
+        } else {
+            (0.0, 1.0)
+        });
+    }
+    let t = (mb - ma) / se2.sqrt();
+    let df = se2.powi(2) / ((va / na).powi(2) / (na - 1.0) + (vb / nb).powi(2) / (nb - 1.0));
+    let p = match StudentsT::new(0.0, 1.0, df.max(1.0)) {
+        Ok(dist) => 2.0 * (1.0 - dist.cdf(t.abs())),
+        Err(_) => 2.0 * (1.0 - Normal::standard().cdf(t.abs())),
+    };
+    Some((t, p.clamp(0.0, 1.0)))
+}
+
+/// A change point found by [`segment`]: the index where the second segment starts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ChangePoint {
+    pub index: usize,
+    pub t: f64,
+    pub p: f64,
+}
+
+/// The single most significant mean shift in `xs` (Welch's t over every split leaving at
+/// least `min_seg` samples each side), if significant at `alpha` and shifting the mean by
+/// at least `min_rel` of the left side's.
+pub fn best_split(xs: &[f64], min_seg: usize, alpha: f64, min_rel: f64) -> Option<ChangePoint> {
+    let n = xs.len();
+    if n < 2 * min_seg || min_seg < 2 {
+        return None;
+    }
+    // Prefix sums make every split O(1).
+    let mut s = vec![0.0; n + 1];
+    let mut s2 = vec![0.0; n + 1];
+    for (i, x) in xs.iter().enumerate() {
+        s[i + 1] = s[i] + x;
+        s2[i + 1] = s2[i] + x * x;
+    }
+    let stat = |lo: usize, hi: usize| -> (f64, f64, f64) {
+        let k = (hi - lo) as f64;
+        let m = (s[hi] - s[lo]) / k;
+        let v = ((s2[hi] - s2[lo]) - k * m * m).max(0.0) / (k - 1.0);
+        (k, m, v)
+    };
+    let mut best: Option<(usize, f64)> = None;
+    for i in min_seg..=(n - min_seg) {
+        let (na, ma, va) = stat(0, i);
+        let (nb, mb, vb) = stat(i, n);
+        let se = (va / na + vb / nb)
+            .sqrt()
+            .max(1e-9 * (ma.abs() + mb.abs()).max(1e-12));
+        let t = ((mb - ma) / se).abs();
+        if best.is_none_or(|(_, bt)| t > bt) {
+            best = Some((i, t));
+        }
+    }
+    let (index, _) = best?;
+    let (left, right) = xs.split_at(index);
+    let (t, p) = welch_t(left, right)?;
+    // Means, not medians: a split whose right side holds a shift and a recovery has the
+    // left's median but not its mean, and recursion then separates the two.
+    let (ml, _) = mean_var(left);
+    let (mr, _) = mean_var(right);
+    let rel = if ml.abs() > 1e-12 {
+        (mr - ml).abs() / ml.abs()
+    } else {
+        (mr - ml).abs()
+    };
+    (p < alpha && rel >= min_rel).then_some(ChangePoint { index, t, p })
+}
+
+/// Binary segmentation: every change point of `xs`, in index order. Stops splitting a
+/// segment when no split of it passes [`best_split`].
+pub fn segment(xs: &[f64], min_seg: usize, alpha: f64, min_rel: f64) -> Vec<usize> {
+    let mut cuts = Vec::new();
+    let mut stack = vec![(0usize, xs.len())];
+    while let Some((lo, hi)) = stack.pop() {
+        if cuts.len() > 16 {
+            break;
+        }
+        if let Some(cp) = best_split(&xs[lo..hi], min_seg, alpha, min_rel) {
+            let at = lo + cp.index;
+            cuts.push(at);
+            stack.push((lo, at));
+            stack.push((at, hi));
+        }
+    }
+    cuts.sort_unstable();
+    cuts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noisy(n: usize, mean: f64, amp: f64, seed: u64) -> Vec<f64> {
+        // A small deterministic LCG: reproducible noise without a rand dependency.
+        let mut x = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (0..n)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let u = (x >> 11) as f64 / (1u64 << 53) as f64;
+                mean + amp * (u - 0.5)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn median_and_mad() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+        let s = mad_sigma(&[1.0, 2.0, 3.0, 4.0, 100.0]).unwrap();
+        assert!((s - 1.4826).abs() < 1e-9, "MAD ignores the outlier: {s}");
+    }
+
+    #[test]
+    fn welch_separates_shifted_samples_and_not_equal_ones() {
+        let a = noisy(50, 2.0, 0.2, 1);
+        let b = noisy(50, 2.5, 0.2, 2);
+        let (_, p) = welch_t(&a, &b).unwrap();
+        assert!(p < 1e-10, "p = {p}");
+        let c = noisy(50, 2.0, 0.2, 3);
+        let (_, p) = welch_t(&a, &c).unwrap();
+        assert!(p > 0.01, "p = {p}");
+    }
+
+    #[test]
+    fn segmentation_finds_the_shift_and_only_it() {
+        let mut xs = noisy(120, 2.0, 0.2, 5);
+        xs.extend(noisy(80, 2.6, 0.2, 6));
+        let cuts = segment(&xs, 10, 1e-6, 0.1);
+        assert_eq!(cuts.len(), 1, "{cuts:?}");
+        assert!((118..=122).contains(&cuts[0]), "{cuts:?}");
+        let flat = noisy(300, 2.0, 0.2, 7);
+        assert!(segment(&flat, 10, 1e-6, 0.1).is_empty());
+    }
+
+    #[test]
+    fn segmentation_finds_a_regression_that_recovers() {
+        let mut xs = noisy(100, 2.0, 0.1, 8);
+        xs.extend(noisy(60, 3.0, 0.1, 9));
+        xs.extend(noisy(100, 2.0, 0.1, 10));
+        let cuts = segment(&xs, 10, 1e-6, 0.1);
+        assert_eq!(cuts.len(), 2, "{cuts:?}");
+    }
+}

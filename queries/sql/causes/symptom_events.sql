@@ -1,0 +1,28 @@
+-- Every event in the scope of every symptom: inside [onset_from, end] (a window starting
+-- before the onset), with how close it is to the symptom: the workload itself, the same
+-- GPU, the same node, another node of the workload, or elsewhere in the cluster.
+-- `symptoms` and `symptom_scope` are registered by the analyzer before the rules run.
+-- (Aliases are long on purpose: DataFusion 55 trips over a rule's alias that repeats one
+-- of this view's when it pushes map lookups down.)
+CREATE OR REPLACE VIEW symptom_events AS
+SELECT sym.slowdown_id, sym.kind AS symptom_kind, sym.start AS onset, sym."end" AS symptom_end,
+  sym.namespace AS s_namespace, sym.workload AS s_workload,
+  evt.time, evt.event_id, evt.layer, evt.source, evt.kind, evt.severity, evt.cluster, evt.node, evt.device,
+  evt.namespace, evt.workload, evt.pod, evt.run_id, evt.reason, evt.message, evt.attrs,
+  CASE
+    WHEN evt.workload IS NOT NULL AND evt.workload = sym.workload
+      AND (evt.namespace IS NOT DISTINCT FROM sym.namespace) THEN 'workload'
+    WHEN sg.slowdown_id IS NOT NULL THEN 'gpu'
+    WHEN sn.level = 'focus' THEN 'node'
+    WHEN sn.level IS NOT NULL THEN 'workload_nodes'
+    ELSE 'cluster'
+  END AS scope
+FROM symptoms sym
+JOIN events evt ON evt.time >= sym.onset_from AND evt.time <= sym."end"
+LEFT JOIN (
+  SELECT slowdown_id, node, min(level) AS level FROM symptom_scope GROUP BY slowdown_id, node
+) sn ON sn.slowdown_id = sym.slowdown_id AND sn.node = evt.node
+LEFT JOIN (
+  SELECT DISTINCT slowdown_id, node, device FROM symptom_scope
+  WHERE device IS NOT NULL AND level = 'focus'
+) sg ON sg.slowdown_id = sym.slowdown_id AND sg.node = evt.node AND sg.device = evt.device;
