@@ -10,10 +10,13 @@ use std::str::FromStr;
 
 use whyslow_schemas::{DeadLetterBuilder, EventsBuilder, MetricsBuilder};
 
+pub mod auto;
+pub mod container_log;
 pub mod envelope;
 pub mod k8s;
 pub mod kmsg;
 pub mod prometheus;
+pub mod slurm;
 
 /// The longest record (line or document) a decoder accepts; longer ones are rejected.
 pub const MAX_RECORD_BYTES: usize = 8 * 1024 * 1024;

@@ -80,9 +80,12 @@ pub fn decoder_for(format: Format) -> Result<Box<dyn Decoder>, IngestError> {
     match format {
         Format::Envelope => Ok(Box::new(EnvelopeDecoder::new())),
         Format::K8s => Ok(Box::new(crate::decode::k8s::K8sDecoder::new())),
-        Format::Auto | Format::Prometheus | Format::Kmsg | Format::ContainerLog | Format::Slurm => {
-            Err(IngestError::Unsupported(format))
-        }
+        Format::ContainerLog => Ok(Box::new(crate::decode::container_log::ContainerLogDecoder::new())),
+        Format::Slurm => Ok(Box::new(crate::decode::slurm::SlurmDecoder::new())),
+        // Per record; a file's format is best told from its head first (`auto::detect`).
+        Format::Auto => Ok(Box::new(crate::decode::auto::AutoDecoder::new(|f| decoder_for(f).ok()))),
+        Format::Prometheus => Ok(Box::new(crate::decode::prometheus::PrometheusDecoder::new())),
+        Format::Kmsg => Ok(Box::new(crate::decode::kmsg::KmsgDecoder::new())),
     }
 }
 

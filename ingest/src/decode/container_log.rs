@@ -1,0 +1,799 @@
+//! `container-log`: container stdout/stderr as clusters ship it — CRI log files, Fluent
+//! Bit / Vector enriched JSON records, plain `kubectl logs [--timestamps]` output — read
+//! by the training-framework rules of `framework_lines` into events and metrics.
+//!
+//! Time: a line is dated by its framing (CRI, `--timestamps`, the JSON record's time),
+//! else by a timestamp the framework wrote into it (`[2025-10-18 00:08:51,982]`,
+//! `I1129 10:15:02.123456`, `[W429 …]`: these have no zone and are read as UTC), else by
+//! the nearest dated line before it in the same input (`time_from=preceding_line`), else
+//! by `--time` / the Kafka message time (`time_from=default`); a line that says something
+//! but can be dated by none of these is skipped and counted.
+
+mod framework_lines;
+mod pod_names;
+mod traceback;
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+
+use serde::Deserialize;
+use whyslow_schemas::Layer;
+use whyslow_schemas::builders::{EventRow, MetricRow, Scope};
+
+use crate::decode::{Decoder, Format, Hints, MAX_RECORD_BYTES, Origin, Output};
+use crate::time::{self, Nanos};
+
+pub use framework_lines::{EventFinding, Finding, MetricFinding, classify, source};
+pub use pod_names::{owner_from_pod_name, pod_from_file_name, scope_from_path};
+use traceback::{Feed, Traceback};
+
+/// How a row's time was found (`attrs`/`labels` key `time_from`, absent when the line
+/// carried its own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TimeFrom {
+    Own,
+    PrecedingLine,
+    Default,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LineTime {
+    ns: Nanos,
+    from: TimeFrom,
+}
+
+/// A time in a JSON record: RFC 3339 / asctime text, or epoch seconds (Fluent Bit `date`).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum JsonTime<'a> {
+    Number(f64),
+    #[serde(borrow)]
+    Text(Cow<'a, str>),
+}
+
+impl JsonTime<'_> {
+    fn nanos(&self) -> Option<Nanos> {
+        match self {
+            JsonTime::Number(v) => time::from_epoch_number(*v).ok(),
+            JsonTime::Text(s) => time::parse_stamp_prefix(s.trim())
+                .map(|st| st.ns)
+                .or_else(|| {
+                    s.trim()
+                        .parse::<f64>()
+                        .ok()
+                        .and_then(|v| time::from_epoch_number(v).ok())
+                }),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum JsonInt<'a> {
+    Int(i64),
+    #[serde(borrow)]
+    Text(Cow<'a, str>),
+}
+
+impl JsonInt<'_> {
+    fn get(&self) -> Option<i32> {
+        match self {
+            JsonInt::Int(v) => i32::try_from(*v).ok(),
+            JsonInt::Text(s) => s.trim().parse().ok(),
+        }
+    }
+}
+
+/// Fluent Bit's `kubernetes` filter and Vector's `kubernetes_logs` source metadata.
+#[derive(Deserialize, Default)]
+struct KubernetesMeta<'a> {
+    #[serde(borrow, alias = "pod_namespace")]
+    namespace_name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pod_name: Option<Cow<'a, str>>,
+    #[serde(borrow, alias = "pod_node_name")]
+    host: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    container_name: Option<Cow<'a, str>>,
+    #[serde(borrow, alias = "pod_labels")]
+    labels: Option<HashMap<Cow<'a, str>, Cow<'a, str>>>,
+}
+
+/// One JSON line: a Fluent Bit / Vector / docker json-file record around a log line,
+/// or an application's own JSON log (Hugging Face / accelerate `{"name","message",
+/// "timestamp","level"}`).
+#[derive(Deserialize, Default)]
+struct JsonRecord<'a> {
+    #[serde(borrow)]
+    log: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    message: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    msg: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    time: Option<JsonTime<'a>>,
+    #[serde(borrow)]
+    timestamp: Option<JsonTime<'a>>,
+    #[serde(borrow, rename = "@timestamp")]
+    at_timestamp: Option<JsonTime<'a>>,
+    #[serde(borrow)]
+    date: Option<JsonTime<'a>>,
+    #[serde(borrow)]
+    asctime: Option<JsonTime<'a>>,
+    #[serde(borrow)]
+    stream: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    kubernetes: Option<KubernetesMeta<'a>>,
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, alias = "RANK")]
+    rank: Option<JsonInt<'a>>,
+}
+
+impl JsonRecord<'_> {
+    fn line(&self) -> Option<&str> {
+        self.log
+            .as_deref()
+            .or(self.message.as_deref())
+            .or(self.msg.as_deref())
+    }
+
+    fn time(&self) -> Option<Nanos> {
+        [
+            &self.time,
+            &self.timestamp,
+            &self.at_timestamp,
+            &self.date,
+            &self.asctime,
+        ]
+        .into_iter()
+        .flatten()
+        .find_map(JsonTime::nanos)
+    }
+
+    /// The framework a JSON logger's `name` names (`transformers.trainer`, `torch…`).
+    fn source(&self) -> Option<&'static str> {
+        let name = self.name.as_deref()?;
+        let root = name.split('.').next().unwrap_or(name);
+        Some(match root {
+            "transformers" | "accelerate" | "trl" | "peft" | "datasets" => source::HUGGINGFACE,
+            "torch" => source::PYTORCH,
+            "deepspeed" | "DeepSpeed" => source::DEEPSPEED,
+            "jax" | "absl" => source::JAX,
+            "MaxText" | "maxtext" => source::MAXTEXT,
+            "torchtitan" => source::TORCHTITAN,
+            _ => return None,
+        })
+    }
+}
+
+/// Whether a line is meant as a JSON object (and so must parse as one).
+fn looks_like_json(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("{\"") || t.starts_with("{ \"")
+}
+
+/// `--namespace`, pod, container and node of one line, with the workload and index.
+#[derive(Default)]
+struct Who<'a> {
+    namespace: Option<Cow<'a, str>>,
+    pod: Option<Cow<'a, str>>,
+    container: Option<Cow<'a, str>>,
+    node: Option<Cow<'a, str>>,
+    workload: Option<Cow<'a, str>>,
+    pod_index: Option<i32>,
+    stream: Option<Cow<'a, str>>,
+}
+
+impl Who<'_> {
+    fn to_owned_static(&self) -> Who<'static> {
+        let own = |c: &Option<Cow<'_, str>>| c.as_deref().map(|s| Cow::Owned(s.to_string()));
+        Who {
+            namespace: own(&self.namespace),
+            pod: own(&self.pod),
+            container: own(&self.container),
+            node: own(&self.node),
+            workload: own(&self.workload),
+            pod_index: self.pod_index,
+            stream: own(&self.stream),
+        }
+    }
+}
+
+/// A traceback being read, with who wrote it.
+struct OpenTraceback {
+    traceback: Traceback<Option<LineTime>>,
+    who: Who<'static>,
+    rank: Option<i32>,
+}
+
+/// State kept per stream (input, pod, container, stdout/stderr, rank prefix).
+#[derive(Default)]
+struct StreamState {
+    traceback: Option<OpenTraceback>,
+}
+
+/// The `container-log` decoder. Holds per-stream state (partial CRI lines, open
+/// tracebacks, the last time seen) until `finish`.
+#[derive(Default)]
+pub struct ContainerLogDecoder {
+    streams: HashMap<String, StreamState>,
+    /// CRI `P` (partial) pieces waiting for their `F` line, with the first piece's time.
+    partials: HashMap<String, (Nanos, String)>,
+    /// The last dated line's time, per input and pod.
+    last_time: HashMap<String, Nanos>,
+    /// Collective timeouts already reported (pod, rank, sequence number, op): PyTorch
+    /// repeats the watchdog text in the exception it throws afterwards.
+    timeouts_seen: HashSet<(String, Option<i32>, String, String)>,
+    findings: Vec<Finding>,
+}
+
+/// Splits a leading `[rankN]:` off a line.
+fn strip_rank_prefix(l: &str) -> (Option<i32>, &str) {
+    if let Some(rest) = l.strip_prefix("[rank")
+        && let Some(close) = rest.find("]:")
+        && let Ok(rank) = rest[..close].parse::<i32>()
+    {
+        return (Some(rank), &rest[close + 2..]);
+    }
+    (None, l)
+}
+
+/// Splits a leading `[node-N]: ` (Kubeflow Trainer's per-node log prefix) off a line.
+fn strip_node_prefix(l: &str) -> (Option<&str>, &str) {
+    if let Some(rest) = l.strip_prefix("[node-")
+        && let Some(close) = rest.find("]: ").or_else(|| rest.find("]:"))
+        && rest[..close].bytes().all(|c| c.is_ascii_digit())
+    {
+        let tail = &rest[close + 2..];
+        return (
+            Some(&l[1..close + 6]),
+            tail.strip_prefix(' ').unwrap_or(tail),
+        );
+    }
+    (None, l)
+}
+
+/// Splits `kubectl logs --prefix`'s `[pod/<pod>/<container>] ` off a line.
+fn strip_kubectl_prefix(l: &str) -> (Option<(&str, &str)>, &str) {
+    if let Some(rest) = l.strip_prefix("[pod/")
+        && let Some(close) = rest.find("] ")
+        && let Some((pod, container)) = rest[..close].split_once('/')
+    {
+        return (Some((pod, container)), &rest[close + 2..]);
+    }
+    (None, l)
+}
+
+/// Removes ANSI colour escapes (`\x1b[31m`) that torchtitan and others write.
+fn strip_ansi(l: &str) -> Cow<'_, str> {
+    if !l.contains('\x1b') {
+        return Cow::Borrowed(l);
+    }
+    let mut out = String::with_capacity(l.len());
+    let mut chars = l.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' && chars.peek() == Some(&'[') {
+            chars.next();
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// A timestamp the framework wrote at the start of its line: `2025-… ,982`,
+/// `[2025-10-18 00:08:51,982]`, `[titan] 2025-…`, glog `I1129 10:15:02.123456`,
+/// c10 `[W429 01:22:58.895439547 …]`.
+fn inner_time(l: &str, year_ref: Option<Nanos>) -> Option<Nanos> {
+    let candidates = [
+        Some(l),
+        l.strip_prefix('['),
+        l.strip_prefix('[')
+            .and_then(|r| r.split_once("] "))
+            .map(|(_, r)| r),
+    ];
+    for c in candidates.into_iter().flatten() {
+        if let Some(st) = time::parse_stamp_prefix(c) {
+            return Some(st.ns);
+        }
+        if let Some(y) = year_ref
+            && let Some(st) = time::parse_glog_prefix(c, y)
+        {
+            return Some(st.ns);
+        }
+    }
+    None
+}
+
+fn event_id(parts: &[&[u8]]) -> String {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for p in parts {
+        h.update(&(p.len() as u64).to_le_bytes());
+        h.update(p);
+    }
+    format!("{:032x}", h.digest128())
+}
+
+impl ContainerLogDecoder {
+    /// A decoder with no state.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Why a line cannot be read at all, if so: a JSON record that does not parse, or a
+    /// line over the size limit.
+    fn unreadable(line: &str) -> Option<String> {
+        if line.len() > MAX_RECORD_BYTES {
+            return Some(format!(
+                "line of {} bytes is over the {MAX_RECORD_BYTES} byte limit",
+                line.len()
+            ));
+        }
+        if looks_like_json(line)
+            && let Err(e) = serde_json::from_str::<JsonRecord<'_>>(line.trim_end())
+        {
+            return Some(format!("invalid JSON log record: {e}"));
+        }
+        None
+    }
+
+    /// Reads one line of an input; returns whether it became rows.
+    fn line(&mut self, raw: &str, hints: &Hints, out: &mut Output) -> bool {
+        let path = hints.path.as_deref().unwrap_or("");
+        let mut who = Who::default();
+        let from_path = scope_from_path(path);
+        who.namespace = from_path
+            .namespace
+            .map(Cow::Owned)
+            .or(hints.namespace.as_deref().map(Cow::Borrowed));
+        who.pod = from_path
+            .pod
+            .map(Cow::Owned)
+            .or(hints.pod.as_deref().map(Cow::Borrowed))
+            .or_else(|| pod_from_file_name(path).map(Cow::Owned));
+        who.container = from_path.container.map(Cow::Owned);
+        who.node = hints.node.as_deref().map(Cow::Borrowed);
+
+        let mut own_time: Option<Nanos> = None;
+        let mut json_rank = None;
+        let mut json_source = None;
+        let mut labels: Option<HashMap<Cow<'_, str>, Cow<'_, str>>> = None;
+        let mut line: Cow<'_, str> = Cow::Borrowed(raw);
+
+        // Outer framing.
+        let record;
+        if looks_like_json(raw) {
+            record = serde_json::from_str::<JsonRecord<'_>>(raw.trim_end()).unwrap_or_default();
+            own_time = record.time();
+            json_rank = record.rank.as_ref().and_then(JsonInt::get);
+            json_source = record.source();
+            if let Some(k) = &record.kubernetes {
+                who.namespace = k.namespace_name.clone().or(who.namespace);
+                who.pod = k.pod_name.clone().or(who.pod);
+                who.container = k.container_name.clone().or(who.container);
+                who.node = k.host.clone().or(who.node);
+                labels = k.labels.clone();
+            }
+            who.stream = record.stream.clone();
+            line = match record.line() {
+                Some(l) => Cow::Owned(l.trim_end_matches(['\n', '\r']).to_string()),
+                None => return false,
+            };
+        } else if let Some(st) = time::parse_stamp_prefix(raw)
+            && st.has_offset
+            && raw.as_bytes().get(st.len) == Some(&b' ')
+        {
+            let rest = &raw[st.len + 1..];
+            let (stream, tag_rest) = rest.split_once(' ').unwrap_or((rest, ""));
+            if matches!(stream, "stdout" | "stderr")
+                && let Some((tag, content)) = tag_rest.split_once(' ').or(Some((tag_rest, "")))
+                && (tag == "F" || tag == "P" || tag.starts_with("F:") || tag.starts_with("P:"))
+            {
+                let key = format!("{path}\0{}\0{stream}", who.pod.as_deref().unwrap_or(""));
+                if tag.starts_with('P') {
+                    let piece = self
+                        .partials
+                        .entry(key)
+                        .or_insert_with(|| (st.ns, String::new()));
+                    if piece.1.len() + content.len() <= MAX_RECORD_BYTES {
+                        piece.1.push_str(content);
+                    }
+                    return false;
+                }
+                own_time = Some(st.ns);
+                who.stream = Some(Cow::Borrowed(stream));
+                line = match self.partials.remove(&key) {
+                    Some((first, mut joined)) => {
+                        own_time = Some(first);
+                        joined.push_str(content);
+                        Cow::Owned(joined)
+                    }
+                    None => Cow::Borrowed(content),
+                };
+            } else {
+                own_time = Some(st.ns);
+                line = Cow::Borrowed(rest);
+            }
+        }
+
+        // `kubectl logs --prefix`, then Kubeflow's `[node-N]: ` and PyTorch's `[rankN]:`.
+        let (kubectl, rest) = strip_kubectl_prefix(&line);
+        if let Some((pod, container)) = kubectl {
+            who.pod = Some(Cow::Owned(pod.to_string()));
+            who.container = Some(Cow::Owned(container.to_string()));
+        }
+        let (node_prefix, rest) = strip_node_prefix(rest);
+        let (prefix_rank, rest) = strip_rank_prefix(rest);
+        let cleaned = strip_ansi(rest);
+        // tqdm redraws with `\r`: the last drawing is the line.
+        let mut text: &str = cleaned
+            .rsplit('\r')
+            .find(|s| !s.trim().is_empty())
+            .unwrap_or("");
+
+        // An application JSON log inside the framing (Hugging Face, accelerate).
+        let inner_record;
+        if looks_like_json(text)
+            && let Ok(r) = serde_json::from_str::<JsonRecord<'_>>(text.trim_end())
+            && let Some(msg) = r.line()
+        {
+            own_time = own_time.or_else(|| r.time());
+            json_rank = json_rank.or_else(|| r.rank.as_ref().and_then(JsonInt::get));
+            json_source = json_source.or_else(|| r.source());
+            inner_record = msg.to_string();
+            text = &inner_record;
+        }
+
+        // Workload and index: labels first, then the pod's name.
+        if let Some(labels) = &labels {
+            who.workload = pod_names::WORKLOAD_LABELS
+                .iter()
+                .find_map(|k| labels.get(*k).cloned());
+            who.pod_index = pod_names::INDEX_LABELS
+                .iter()
+                .find_map(|k| labels.get(*k)?.parse().ok());
+        }
+        if let Some(pod) = who.pod.as_deref()
+            && let Some(owner) = owner_from_pod_name(pod)
+        {
+            if who.workload.is_none() {
+                who.workload = Some(Cow::Owned(owner.workload.to_string()));
+            }
+            who.pod_index = who.pod_index.or(owner.index);
+        }
+
+        let source_key = format!(
+            "{path}\0{}\0{}",
+            who.pod.as_deref().unwrap_or(""),
+            who.container.as_deref().unwrap_or("")
+        );
+        let year_ref = self
+            .last_time
+            .get(&source_key)
+            .copied()
+            .or(hints.default_time_ns);
+        let when = match own_time.or_else(|| inner_time(text, year_ref)) {
+            Some(ns) => {
+                self.last_time.insert(source_key.clone(), ns);
+                Some(LineTime {
+                    ns,
+                    from: TimeFrom::Own,
+                })
+            }
+            None => match self.last_time.get(&source_key) {
+                Some(&ns) => Some(LineTime {
+                    ns,
+                    from: TimeFrom::PrecedingLine,
+                }),
+                None => hints.default_time_ns.map(|ns| LineTime {
+                    ns,
+                    from: TimeFrom::Default,
+                }),
+            },
+        };
+
+        let line_rank = prefix_rank.or(json_rank);
+        let stream_key = format!(
+            "{source_key}\0{}\0{}\0{}",
+            who.stream.as_deref().unwrap_or(""),
+            node_prefix.unwrap_or(""),
+            line_rank.map_or(String::new(), |r| r.to_string())
+        );
+        let mut wrote = false;
+
+        // An open traceback takes the line first.
+        let state = self.streams.entry(stream_key.clone()).or_default();
+        if let Some(open) = state.traceback.as_mut() {
+            match open.traceback.feed(text, when) {
+                Feed::Consumed => return false,
+                Feed::Ended(ev) => {
+                    let open = state.traceback.take();
+                    if let (Some(ev), Some(open)) = (ev, open)
+                        && let Some(t) = open.traceback.exception_time().flatten()
+                    {
+                        let msg = open.traceback.exception_text().unwrap_or_default();
+                        wrote |= self.emit_event(&ev, &msg, t, open.rank, &open.who, hints, out);
+                    }
+                }
+            }
+        }
+        if text.trim_end() == traceback::HEADER {
+            let open = OpenTraceback {
+                traceback: Traceback::new(),
+                who: who.to_owned_static(),
+                rank: line_rank,
+            };
+            self.streams.entry(stream_key).or_default().traceback = Some(open);
+            return wrote;
+        }
+
+        let mut findings = std::mem::take(&mut self.findings);
+        findings.clear();
+        if framework_lines::classify(text, &mut findings)
+            && let Some(t) = when
+        {
+            for f in &findings {
+                match f {
+                    Finding::Event(e) => {
+                        let mut e = e.clone();
+                        if let Some(s) = json_source
+                            && e.source == source::APP
+                        {
+                            e.source = s;
+                        }
+                        wrote |= self.emit_event(&e, text, t, line_rank, &who, hints, out);
+                    }
+                    Finding::Metric(m) => {
+                        let src = if m.source == source::APP {
+                            json_source.unwrap_or(m.source)
+                        } else {
+                            m.source
+                        };
+                        emit_metric(m, src, t, line_rank.or(who.pod_index), &who, hints, out);
+                        wrote = true;
+                    }
+                }
+            }
+        }
+        self.findings = findings;
+        wrote
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn emit_event(
+        &mut self,
+        e: &EventFinding,
+        message: &str,
+        t: LineTime,
+        line_rank: Option<i32>,
+        who: &Who<'_>,
+        hints: &Hints,
+        out: &mut Output,
+    ) -> bool {
+        let rank = line_rank.or(e.rank).or(who.pod_index);
+        if e.kind == "collective_timeout"
+            && let Some(seq) = e.attrs.iter().find(|(k, _)| *k == "seq_num")
+        {
+            let op = e
+                .attrs
+                .iter()
+                .find(|(k, _)| *k == "op_type")
+                .map_or("", |(_, v)| v.as_str());
+            let key = (
+                who.pod.as_deref().unwrap_or("").to_string(),
+                rank,
+                seq.1.clone(),
+                op.to_string(),
+            );
+            if !self.timeouts_seen.insert(key) {
+                return false;
+            }
+        }
+        let rank_text = rank.map(|r| r.to_string());
+        let id = event_id(&[
+            b"container-log",
+            who.namespace.as_deref().unwrap_or("").as_bytes(),
+            who.pod.as_deref().unwrap_or("").as_bytes(),
+            who.container.as_deref().unwrap_or("").as_bytes(),
+            rank_text.as_deref().unwrap_or("").as_bytes(),
+            &t.ns.to_le_bytes(),
+            e.kind.as_bytes(),
+            message.as_bytes(),
+        ]);
+        let mut attrs: Vec<(&str, Cow<'_, str>)> = e
+            .attrs
+            .iter()
+            .map(|(k, v)| (*k, Cow::Borrowed(v.as_str())))
+            .collect();
+        if let Some(r) = &rank_text {
+            attrs.push(("rank", Cow::Borrowed(r)));
+        }
+        if let Some(s) = e.step
+            && !attrs.iter().any(|(k, _)| *k == "step")
+        {
+            attrs.push(("step", Cow::Owned(s.to_string())));
+        }
+        push_context(&mut attrs, who, t);
+        let row = EventRow {
+            time_ns: t.ns,
+            event_id: &id,
+            layer: Layer::Framework,
+            source: e.source,
+            kind: e.kind,
+            severity: e.severity,
+            scope: scope(who, hints),
+            reason: e.reason.as_deref(),
+            message: Some(message),
+        };
+        out.events.append(&row, attrs);
+        true
+    }
+
+    /// Emits what open tracebacks hold, then forgets every stream.
+    fn flush(&mut self, hints: &Hints, out: &mut Output) -> u64 {
+        let mut emitted = 0;
+        let streams = std::mem::take(&mut self.streams);
+        for state in streams.into_values() {
+            let Some(mut open) = state.traceback else {
+                continue;
+            };
+            let (Some(ev), Some(t)) = (
+                open.traceback.take_event(),
+                open.traceback.exception_time().flatten(),
+            ) else {
+                continue;
+            };
+            let msg = open.traceback.exception_text().unwrap_or_default();
+            if self.emit_event(&ev, &msg, t, open.rank, &open.who, hints, out) {
+                emitted += 1;
+            }
+        }
+        self.partials.clear();
+        self.last_time.clear();
+        self.timeouts_seen.clear();
+        emitted
+    }
+}
+
+fn push_context<'a>(attrs: &mut Vec<(&'a str, Cow<'a, str>)>, who: &'a Who<'a>, t: LineTime) {
+    if let Some(c) = who.container.as_deref() {
+        attrs.push(("container", Cow::Borrowed(c)));
+    }
+    if let Some(s) = who.stream.as_deref() {
+        attrs.push(("stream", Cow::Borrowed(s)));
+    }
+    match t.from {
+        TimeFrom::Own => {}
+        TimeFrom::PrecedingLine => attrs.push(("time_from", Cow::Borrowed("preceding_line"))),
+        TimeFrom::Default => attrs.push(("time_from", Cow::Borrowed("default"))),
+    }
+}
+
+fn scope<'a>(who: &'a Who<'a>, hints: &'a Hints) -> Scope<'a> {
+    Scope {
+        cluster: hints.cluster.as_deref(),
+        node: who.node.as_deref(),
+        device: None,
+        namespace: who.namespace.as_deref(),
+        workload: who.workload.as_deref(),
+        pod: who.pod.as_deref(),
+        run_id: None,
+    }
+}
+
+fn emit_metric(
+    m: &MetricFinding,
+    source: &'static str,
+    t: LineTime,
+    rank: Option<i32>,
+    who: &Who<'_>,
+    hints: &Hints,
+    out: &mut Output,
+) {
+    let mut labels: Vec<(&str, Cow<'_, str>)> = m
+        .labels
+        .iter()
+        .map(|(k, v)| (*k, Cow::Borrowed(v.as_str())))
+        .collect();
+    push_context(&mut labels, who, t);
+    let row = MetricRow {
+        time_ns: t.ns,
+        layer: Layer::Framework,
+        source,
+        metric: &m.metric,
+        value: m.value,
+        scope: scope(who, hints),
+        rank,
+        step: m.step,
+    };
+    out.metrics.append(&row, labels);
+}
+
+impl Decoder for ContainerLogDecoder {
+    fn format(&self) -> Format {
+        Format::ContainerLog
+    }
+
+    fn decode(&mut self, bytes: &[u8], origin: &Origin<'_>, hints: &Hints, out: &mut Output) {
+        out.begin_record();
+        if bytes.len() > MAX_RECORD_BYTES {
+            let reason = format!(
+                "record of {} bytes is over the {MAX_RECORD_BYTES} byte limit",
+                bytes.len()
+            );
+            out.reject(origin, Format::ContainerLog, &reason, bytes);
+            return;
+        }
+        let text = String::from_utf8_lossy(bytes);
+        let body = text.strip_suffix('\n').unwrap_or(&text);
+        // A Kafka message may hold many lines: it is one record, rejected whole if any of
+        // its lines cannot be read.
+        let lines = body.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
+        if let Some(reason) = lines.clone().find_map(Self::unreadable) {
+            out.reject(
+                origin,
+                Format::ContainerLog,
+                &format!("{origin}: {reason}"),
+                bytes,
+            );
+            return;
+        }
+        let mut wrote = false;
+        for l in lines {
+            wrote |= self.line(l, hints, out);
+        }
+        if wrote { out.produced() } else { out.skip() }
+    }
+
+    fn finish(&mut self, hints: &Hints, out: &mut Output) {
+        let n = self.flush(hints, out);
+        out.counts.events += n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes() {
+        assert_eq!(
+            strip_rank_prefix("[rank3]:[E321 x] y"),
+            (Some(3), "[E321 x] y")
+        );
+        assert_eq!(strip_rank_prefix("[rankx]: y"), (None, "[rankx]: y"));
+        assert_eq!(
+            strip_node_prefix("[node-0]: W0429 x"),
+            (Some("node-0"), "W0429 x")
+        );
+        assert_eq!(
+            strip_kubectl_prefix("[pod/a-0-xyzbc/trainer] hi"),
+            (Some(("a-0-xyzbc", "trainer")), "hi")
+        );
+        assert_eq!(strip_ansi("\x1b[32mstep: 1\x1b[39m"), "step: 1");
+        let y = time::parse_rfc3339("2025-06-01T00:00:00Z").ok();
+        assert!(inner_time("[2025-10-18 00:08:51,982] [INFO] x", None).is_some());
+        assert!(
+            inner_time(
+                "[titan] 2025-10-18 00:08:51,982 - root - INFO - step: 1",
+                None
+            )
+            .is_some()
+        );
+        assert!(
+            inner_time(
+                "W0429 01:22:31.907000 1 site-packages/torch/distributed/run.py:793]",
+                y
+            )
+            .is_some()
+        );
+        assert!(inner_time("[W429 01:22:58.895439547 reducer.cpp:1400] Warning", y).is_some());
+        assert!(inner_time("W0429 01:22:31.907000 1 run.py", None).is_none());
+    }
+}

@@ -1,0 +1,909 @@
+//! Rules that read one training-framework log line (PyTorch, torchrun, Hugging Face,
+//! DeepSpeed, JAX/MaxText, torchtitan) into findings: events and metrics with their
+//! attributes. Pure functions of the line; time, scope and multi-line state (tracebacks,
+//! rendezvous blocks) are the decoder's business.
+
+use whyslow_schemas::Severity;
+
+/// A finding's producing system (`events.source` / `metrics.source`).
+pub mod source {
+    pub const PYTORCH: &str = "pytorch";
+    pub const HUGGINGFACE: &str = "huggingface";
+    pub const DEEPSPEED: &str = "deepspeed";
+    pub const JAX: &str = "jax";
+    pub const MAXTEXT: &str = "maxtext";
+    pub const TORCHTITAN: &str = "torchtitan";
+    pub const APP: &str = "app";
+}
+
+/// An event a line reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventFinding {
+    pub kind: &'static str,
+    pub severity: Severity,
+    pub source: &'static str,
+    /// The source's own code, where it has one (an exception type, an op type).
+    pub reason: Option<String>,
+    pub rank: Option<i32>,
+    pub step: Option<i64>,
+    pub attrs: Vec<(&'static str, String)>,
+}
+
+impl EventFinding {
+    fn new(kind: &'static str, severity: Severity, source: &'static str) -> Self {
+        EventFinding {
+            kind,
+            severity,
+            source,
+            reason: None,
+            rank: None,
+            step: None,
+            attrs: Vec::new(),
+        }
+    }
+
+    fn attr(mut self, key: &'static str, value: impl ToString) -> Self {
+        self.attrs.push((key, value.to_string()));
+        self
+    }
+
+    fn attr_opt(self, key: &'static str, value: Option<impl ToString>) -> Self {
+        match value {
+            Some(v) => self.attr(key, v),
+            None => self,
+        }
+    }
+}
+
+/// A numeric sample a line reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricFinding {
+    pub metric: String,
+    pub value: f64,
+    pub source: &'static str,
+    pub step: Option<i64>,
+    pub labels: Vec<(&'static str, String)>,
+}
+
+/// What one line says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Finding {
+    Event(EventFinding),
+    Metric(MetricFinding),
+}
+
+fn metric(name: &str, value: f64, source: &'static str, step: Option<i64>) -> Finding {
+    Finding::Metric(MetricFinding {
+        metric: name.to_string(),
+        value,
+        source,
+        step,
+        labels: Vec::new(),
+    })
+}
+
+fn labelled(mut f: Finding, key: &'static str, value: impl ToString) -> Finding {
+    if let Finding::Metric(m) = &mut f {
+        m.labels.push((key, value.to_string()));
+    }
+    f
+}
+
+/// The text after the first `pat`, if any.
+fn after<'a>(s: &'a str, pat: &str) -> Option<&'a str> {
+    s.find(pat).map(|i| &s[i + pat.len()..])
+}
+
+/// A number at the start of `s` (after spaces): digits with `,` thousands separators, a
+/// fraction and an exponent are allowed.
+fn leading_number(s: &str) -> Option<f64> {
+    let s = s.trim_start();
+    let end = s
+        .char_indices()
+        .find(|&(i, c)| {
+            !(c.is_ascii_digit()
+                || c == '.'
+                || c == ','
+                || ((c == '-' || c == '+') && (i == 0 || s[..i].ends_with(['e', 'E'])))
+                || ((c == 'e' || c == 'E') && i > 0))
+        })
+        .map_or(s.len(), |(i, _)| i);
+    let t = s[..end].trim_end_matches([',', '.']);
+    if t.contains(',') {
+        t.replace(',', "").parse().ok()
+    } else {
+        t.parse().ok()
+    }
+}
+
+fn leading_int(s: &str) -> Option<i64> {
+    let s = s.trim_start();
+    let end = s
+        .bytes()
+        .position(|c| !c.is_ascii_digit())
+        .unwrap_or(s.len());
+    s[..end].parse().ok()
+}
+
+fn num_after(s: &str, pat: &str) -> Option<f64> {
+    after(s, pat).and_then(leading_number)
+}
+
+fn int_after(s: &str, pat: &str) -> Option<i64> {
+    after(s, pat).and_then(leading_int)
+}
+
+/// A `[Rank N]`, `Rank N]` or `rank=N` mention inside a message.
+pub fn rank_in_message(s: &str) -> Option<i32> {
+    for pat in ["[Rank ", " Rank ", "global_rank=", "world_rank=", "[rank"] {
+        if let Some(v) = int_after(s, pat) {
+            return i32::try_from(v).ok();
+        }
+    }
+    None
+}
+
+/// A token: the text up to the next whitespace, without quotes, backticks, a trailing
+/// period or comma.
+fn token(s: &str) -> &str {
+    let s = s.trim_start().trim_start_matches(['\'', '"', '`']);
+    let end = s.find(char::is_whitespace).unwrap_or(s.len());
+    s[..end].trim_end_matches(['\'', '"', '`', '.', ',', '!', ':', ')'])
+}
+
+/// A training step named by a checkpoint path: `checkpoint-10`, `global_step100`,
+/// `step-10`, `step_10`, `ckpt-10`, `…/checkpoints/100`, `epoch=0-step=100.ckpt`.
+pub fn step_from_checkpoint_path(path: &str) -> Option<i64> {
+    for pat in [
+        "checkpoint-",
+        "global_step",
+        "step-",
+        "step_",
+        "step=",
+        "ckpt-",
+        "checkpoint_",
+    ] {
+        if let Some(i) = path.rfind(pat)
+            && let Some(v) = leading_int(&path[i + pat.len()..])
+        {
+            return Some(v);
+        }
+    }
+    let last = path.trim_end_matches('/').rsplit('/').next()?;
+    if !last.is_empty() && last.bytes().all(|c| c.is_ascii_digit()) {
+        return last.parse().ok();
+    }
+    None
+}
+
+/// `… in 12.34 seconds.` at the end of a line.
+fn seconds_at_end(l: &str) -> Option<f64> {
+    let head = l
+        .trim_end()
+        .trim_end_matches('.')
+        .strip_suffix(" seconds")?;
+    head.rsplit(' ').next().and_then(|n| n.parse().ok())
+}
+
+fn checkpoint(
+    kind: &'static str,
+    source: &'static str,
+    path: Option<&str>,
+    step: Option<i64>,
+) -> Finding {
+    let step = step.or_else(|| path.and_then(step_from_checkpoint_path));
+    let mut e = EventFinding::new(kind, Severity::Info, source).attr_opt("path", path);
+    e.step = step;
+    Finding::Event(e.attr_opt("step", step))
+}
+
+fn checkpoint_rules(l: &str, out: &mut Vec<Finding>) -> bool {
+    let hf = |p: &str| after(l, p).map(token).filter(|t| !t.is_empty());
+    // Hugging Face Trainer / accelerate / DeepSpeed: logged when a save starts.
+    if let Some(path) =
+        hf("Saving model checkpoint to ").or_else(|| hf("Saving model checkpoint: "))
+    {
+        let src = if l.contains("[Torch]") || l.contains("engine.py") {
+            source::DEEPSPEED
+        } else {
+            source::HUGGINGFACE
+        };
+        out.push(checkpoint("checkpoint_saved", src, Some(path), None));
+        return true;
+    }
+    if let Some(path) = hf("Saving current state to ").or_else(|| hf("Saving checkpoint to ")) {
+        out.push(checkpoint(
+            "checkpoint_saved",
+            source::HUGGINGFACE,
+            Some(path),
+            None,
+        ));
+        return true;
+    }
+    // MaxText (`saved a checkpoint at step 100`).
+    if let Some(step) = int_after(l, "saved a checkpoint at step ") {
+        out.push(checkpoint(
+            "checkpoint_saved",
+            source::MAXTEXT,
+            None,
+            Some(step),
+        ));
+        return true;
+    }
+    // torchtitan reports the save's duration when it ends.
+    if l.contains("Finished saving the checkpoint") {
+        let mut f = checkpoint("checkpoint_saved", source::TORCHTITAN, None, None);
+        if let (Finding::Event(e), Some(s)) = (&mut f, seconds_at_end(l)) {
+            e.attrs.push(("seconds", s.to_string()));
+        }
+        out.push(f);
+        return true;
+    }
+    if let Some(path) = hf("Restoring checkpoint from ") {
+        out.push(checkpoint(
+            "checkpoint_restored",
+            source::MAXTEXT,
+            Some(path),
+            None,
+        ));
+        return true;
+    }
+    if let Some(step) = int_after(l, "Continuing training from global step ") {
+        out.push(checkpoint(
+            "checkpoint_restored",
+            source::HUGGINGFACE,
+            None,
+            Some(step),
+        ));
+        return true;
+    }
+    if let Some(path) = hf("Resuming from checkpoint ")
+        .or_else(|| hf("Resuming from checkpoint: "))
+        .or_else(|| hf("Resuming training from checkpoint "))
+        .or_else(|| hf("resume_from_checkpoint="))
+    {
+        out.push(checkpoint(
+            "checkpoint_restored",
+            source::HUGGINGFACE,
+            Some(path),
+            None,
+        ));
+        return true;
+    }
+    if l.contains("Finished loading the checkpoint") {
+        let mut f = checkpoint("checkpoint_restored", source::TORCHTITAN, None, None);
+        if let (Finding::Event(e), Some(s)) = (&mut f, seconds_at_end(l)) {
+            e.attrs.push(("seconds", s.to_string()));
+        }
+        out.push(f);
+        return true;
+    }
+    if !l.contains("Loading checkpoint shards")
+        && let Some(path) = hf("Loading checkpoint from ").or_else(|| hf("Loading checkpoint "))
+    {
+        let src = if l.contains("[Torch]") {
+            source::DEEPSPEED
+        } else {
+            source::APP
+        };
+        out.push(checkpoint("checkpoint_restored", src, Some(path), None));
+        return true;
+    }
+    false
+}
+
+/// `Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE,
+/// NumelIn=…, NumelOut=…, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.`
+fn collective_timeout(l: &str) -> Option<Finding> {
+    let rest = after(l, "Watchdog caught collective operation timeout")?;
+    let work = after(rest, "WorkNCCL(").unwrap_or(rest);
+    let op = after(work, "OpType=").map(|s| s.split([',', ')', ' ']).next().unwrap_or(""));
+    let mut e = EventFinding::new("collective_timeout", Severity::Error, source::PYTORCH)
+        .attr_opt("op_type", op)
+        .attr_opt("seq_num", int_after(work, "SeqNum="))
+        .attr_opt("timeout_ms", int_after(work, "Timeout(ms)="))
+        .attr_opt("elapsed_ms", int_after(work, "ran for "))
+        .attr_opt("numel_in", int_after(work, "NumelIn="))
+        .attr_opt("numel_out", int_after(work, "NumelOut="));
+    e.reason = op.map(str::to_string);
+    e.rank = rank_in_message(l);
+    Some(Finding::Event(e))
+}
+
+fn elastic_rules(l: &str, out: &mut Vec<Finding>) -> bool {
+    if let Some(rest) =
+        after(l, "Worker group FAILED.").or_else(|| after(l, "Worker group UNHEALTHY."))
+    {
+        // `3/3 attempts left; will restart worker group`
+        let left = leading_int(rest);
+        let max = after(rest, "/").and_then(leading_int);
+        let state = if l.contains("UNHEALTHY.") {
+            "UNHEALTHY"
+        } else {
+            "FAILED"
+        };
+        let e = EventFinding::new("worker_group_restart", Severity::Warning, source::PYTORCH)
+            .attr("state", state)
+            .attr_opt("attempts_left", left)
+            .attr_opt("max_restarts", max);
+        out.push(Finding::Event(e));
+        return true;
+    }
+    if l.contains("] Starting worker group") || l.starts_with("Starting worker group") {
+        out.push(Finding::Event(EventFinding::new(
+            "worker_group_started",
+            Severity::Info,
+            source::PYTORCH,
+        )));
+        return true;
+    }
+    if l.contains("Slice down event detected") {
+        out.push(Finding::Event(EventFinding::new(
+            "slice_down",
+            Severity::Error,
+            source::MAXTEXT,
+        )));
+        return true;
+    }
+    if let Some(rest) = after(l, "Elastic attempt ") {
+        let e = EventFinding::new("worker_group_restart", Severity::Warning, source::MAXTEXT)
+            .attr_opt("attempt", leading_int(rest))
+            .attr_opt("max_attempts", int_after(rest, " out of "));
+        out.push(Finding::Event(e));
+        return true;
+    }
+    false
+}
+
+fn recompile_rules(l: &str, out: &mut Vec<Finding>) -> bool {
+    if let Some(rest) = after(l, "Recompiling function ") {
+        let function = token(rest);
+        let e = EventFinding::new("recompile", Severity::Warning, source::PYTORCH)
+            .attr("function", function)
+            .attr_opt("location", after(rest, " in ").map(token));
+        out.push(Finding::Event(e));
+        return true;
+    }
+    for limit in [
+        "hit config.recompile_limit",
+        "hit config.cache_size_limit",
+        "hit config.accumulated_recompile_limit",
+    ] {
+        if let Some(rest) = after(l, limit) {
+            let e = EventFinding::new("recompile", Severity::Warning, source::PYTORCH)
+                .attr("limit_hit", limit.trim_start_matches("hit config."))
+                .attr_opt("limit", after(rest, "(").and_then(leading_int));
+            out.push(Finding::Event(e));
+            return true;
+        }
+    }
+    // JAX with `jax_explain_cache_misses`: `TRACING CACHE MISS at … because: …`.
+    if l.contains("TRACING CACHE MISS") {
+        let e = EventFinding::new("recompile", Severity::Warning, source::JAX)
+            .attr_opt("function", after(l, "for ").map(token));
+        out.push(Finding::Event(e));
+        return true;
+    }
+    // JAX with `jax_log_compiles`: `Finished XLA compilation of jit(train_step) in 1.23 sec`.
+    if let Some(rest) = after(l, "Finished XLA compilation of ") {
+        let e = EventFinding::new("compile", Severity::Info, source::JAX)
+            .attr("function", token(rest))
+            .attr_opt("seconds", num_after(rest, " in "));
+        out.push(Finding::Event(e));
+        return true;
+    }
+    false
+}
+
+/// Classifies a finished Python exception (`type`, `message`) into an event.
+pub fn exception_event(exc_type: &str, message: &str) -> EventFinding {
+    let text = format!("{exc_type}: {message}");
+    let (kind, source) = if exc_type.ends_with("OutOfMemoryError") && text.contains("CUDA")
+        || text.contains("CUDA out of memory")
+    {
+        ("cuda_oom", source::PYTORCH)
+    } else if text.contains("Watchdog caught collective operation timeout") {
+        ("collective_timeout", source::PYTORCH)
+    } else if exc_type.ends_with("DistBackendError") || is_nccl_error(&text) {
+        ("nccl_error", source::PYTORCH)
+    } else if exc_type.ends_with("ChildFailedError") {
+        ("run_failed", source::PYTORCH)
+    } else {
+        let src = if exc_type.starts_with("torch") {
+            source::PYTORCH
+        } else {
+            source::APP
+        };
+        ("exception", src)
+    };
+    let mut e = EventFinding::new(kind, Severity::Error, source).attr("exception_type", exc_type);
+    if kind == "collective_timeout"
+        && let Some(Finding::Event(t)) = collective_timeout(message)
+    {
+        e.attrs.extend(t.attrs);
+        e.rank = t.rank;
+    }
+    if kind == "cuda_oom"
+        && let Some(rest) = after(message, "Tried to allocate ")
+    {
+        e.attrs.push(("tried_to_allocate", size_token(rest)));
+    }
+    e.reason = Some(exc_type.to_string());
+    e.rank = e.rank.or_else(|| rank_in_message(message));
+    e
+}
+
+/// `20.00 MiB` from `20.00 MiB. GPU 0 has …`.
+fn size_token(s: &str) -> String {
+    let mut parts = s.split_whitespace();
+    match (parts.next(), parts.next()) {
+        (Some(n), Some(u)) => format!("{n} {}", u.trim_end_matches(['.', ','])),
+        (Some(n), None) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+fn is_nccl_error(l: &str) -> bool {
+    l.contains("NCCL error")
+        || l.contains("ncclUnhandledCudaError")
+        || l.contains("ncclSystemError")
+        || l.contains("ncclInternalError")
+        || l.contains("ncclRemoteError")
+        || l.contains("ncclInvalidUsage")
+}
+
+fn error_rules(l: &str, out: &mut Vec<Finding>) -> bool {
+    if l.contains("CUDA out of memory") {
+        let mut e = EventFinding::new("cuda_oom", Severity::Error, source::PYTORCH);
+        if let Some(rest) = after(l, "Tried to allocate ") {
+            e.attrs.push(("tried_to_allocate", size_token(rest)));
+        }
+        e.rank = rank_in_message(l);
+        out.push(Finding::Event(e));
+        return true;
+    }
+    if l.contains("terminate called after throwing an instance of")
+        && l.contains("DistBackendError")
+    {
+        let mut e = EventFinding::new("nccl_error", Severity::Error, source::PYTORCH)
+            .attr("exception_type", "c10::DistBackendError");
+        e.reason = Some("DistBackendError".to_string());
+        out.push(Finding::Event(e));
+        return true;
+    }
+    if is_nccl_error(l) {
+        let mut e = EventFinding::new("nccl_error", Severity::Error, source::PYTORCH);
+        e.rank = rank_in_message(l);
+        e.reason = after(l, "NCCL error").map(|_| "NCCL error".to_string());
+        out.push(Finding::Event(e));
+        return true;
+    }
+    if let Some(rest) = after(l, "ChildFailedError") {
+        out.push(Finding::Event(
+            EventFinding::new("run_failed", Severity::Error, source::PYTORCH)
+                .attr("exception_type", "ChildFailedError")
+                .attr_opt(
+                    "detail",
+                    Some(rest.trim_start_matches(':').trim()).filter(|s| !s.is_empty()),
+                ),
+        ));
+        return true;
+    }
+    false
+}
+
+/// MaxText: `completed step: 9, seconds: 5.667, TFLOP/s/device: 134.924, Tokens/s/device:
+/// 8672.758, total_weights: 196608, loss: 10.374`.
+fn maxtext_step(l: &str, out: &mut Vec<Finding>) -> bool {
+    let Some(rest) = after(l, "completed step: ") else {
+        return false;
+    };
+    let Some(step) = leading_int(rest) else {
+        return false;
+    };
+    let before = out.len();
+    let s = Some(step);
+    let device = |f: Finding| labelled(f, "per", "device");
+    if let Some(v) = num_after(rest, "seconds: ") {
+        out.push(metric("step_time_seconds", v, source::MAXTEXT, s));
+    }
+    if let Some(v) = num_after(rest, "TFLOP/s/device: ") {
+        out.push(device(metric("tflops_per_second", v, source::MAXTEXT, s)));
+    }
+    if let Some(v) = num_after(rest, "Tokens/s/device: ") {
+        out.push(device(metric("tokens_per_second", v, source::MAXTEXT, s)));
+    }
+    if let Some(v) = num_after(rest, "total_weights: ") {
+        out.push(metric("total_weights", v, source::MAXTEXT, s));
+    }
+    if let Some(v) = num_after(rest, "loss: ") {
+        out.push(metric("train_loss", v, source::MAXTEXT, s));
+    }
+    out.len() > before
+}
+
+/// torchtitan: `step: 20  loss: 11.83506  grad_norm:  9.6669  memory: 48.87GiB(51.44%)
+/// tps: 4,376  tflops: 253.41  mfu: 25.62%`.
+fn torchtitan_step(l: &str, out: &mut Vec<Finding>) -> bool {
+    let Some(rest) = after(l, "step:") else {
+        return false;
+    };
+    if !(l.contains("loss:") && (l.contains("tps:") || l.contains("memory:") || l.contains("mfu:")))
+    {
+        return false;
+    }
+    let Some(step) = leading_int(rest) else {
+        return false;
+    };
+    let s = Some(step);
+    let device = |f: Finding| labelled(f, "per", "device");
+    for (pat, name, per_device) in [
+        ("loss:", "train_loss", false),
+        ("grad_norm:", "grad_norm", false),
+        ("memory:", "memory_gib", true),
+        ("tps:", "tokens_per_second", true),
+        ("tflops:", "tflops_per_second", true),
+        ("mfu:", "mfu_percent", true),
+    ] {
+        if let Some(v) = num_after(rest, pat) {
+            let m = metric(name, v, source::TORCHTITAN, s);
+            out.push(if per_device { device(m) } else { m });
+        }
+    }
+    true
+}
+
+/// Hugging Face Trainer's logged dicts, printed with Python's repr:
+/// `{'loss': 1.23, 'grad_norm': 0.5, 'learning_rate': 2e-05, 'epoch': 0.5}`,
+/// `{'eval_loss': …, 'eval_runtime': …}`, `{'train_runtime': 165.12, …, 'train_loss': …}`.
+/// Training dicts' `loss` becomes `train_loss`; the end-of-training summary (it has
+/// `train_runtime`) becomes metrics of its own names, `train_loss` as
+/// `train_loss_average`, plus a `run_finished` event.
+fn hf_dict(l: &str, out: &mut Vec<Finding>) -> bool {
+    let t = l.trim();
+    let Some(body) = t.strip_prefix("{'").and_then(|b| b.strip_suffix('}')) else {
+        return false;
+    };
+    let mut pairs = Vec::new();
+    for item in format!("'{body}").split(", '") {
+        let Some((k, v)) = item.split_once("': ") else {
+            return false;
+        };
+        let k = k.trim_start_matches('\'');
+        if k.is_empty()
+            || !k
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'/' || c == b'-')
+        {
+            return false;
+        }
+        pairs.push((k.to_string(), v.trim().to_string()));
+    }
+    let summary = pairs.iter().any(|(k, _)| k == "train_runtime");
+    let epoch = pairs
+        .iter()
+        .find(|(k, _)| k == "epoch")
+        .map(|(_, v)| v.clone());
+    let before = out.len();
+    for (k, v) in &pairs {
+        let Ok(value) = v.parse::<f64>() else {
+            continue;
+        };
+        let name = match (k.as_str(), summary) {
+            ("loss", _) => "train_loss",
+            ("train_loss", true) => "train_loss_average",
+            (other, _) => other,
+        };
+        let mut m = metric(name, value, source::HUGGINGFACE, None);
+        if let (Some(e), false) = (&epoch, k == "epoch") {
+            m = labelled(m, "epoch", e);
+        }
+        out.push(m);
+    }
+    if out.len() == before {
+        return false;
+    }
+    if summary {
+        let mut e = EventFinding::new("run_finished", Severity::Info, source::HUGGINGFACE);
+        for (k, v) in pairs {
+            if let Some(key) = SUMMARY_KEYS.iter().find(|s| **s == k) {
+                e.attrs.push((key, v));
+            }
+        }
+        out.push(Finding::Event(e));
+    }
+    true
+}
+
+const SUMMARY_KEYS: [&str; 6] = [
+    "train_runtime",
+    "train_samples_per_second",
+    "train_steps_per_second",
+    "total_flos",
+    "train_loss",
+    "epoch",
+];
+
+/// The example DeepSpeed/PyTorch training loops' `Train Epoch: 1 [40/2000 (16%)]\tLoss: 0.878906`.
+fn train_epoch_line(l: &str, out: &mut Vec<Finding>) -> bool {
+    let Some(rest) = l.trim_start().strip_prefix("Train Epoch: ") else {
+        return false;
+    };
+    let Some(epoch) = leading_int(rest) else {
+        return false;
+    };
+    let Some(loss) = num_after(rest, "Loss: ") else {
+        return false;
+    };
+    let mut m = labelled(
+        metric("train_loss", loss, source::APP, None),
+        "epoch",
+        epoch,
+    );
+    if let Some(progress) = after(rest, "[") {
+        if let Some(done) = leading_int(progress) {
+            m = labelled(m, "samples", done);
+        }
+        if let Some(total) = after(progress, "/").and_then(leading_int) {
+            m = labelled(m, "samples_total", total);
+        }
+    }
+    out.push(m);
+    true
+}
+
+/// DeepSpeed's throughput timer: `epoch=0/micro_step=10/global_step=10,
+/// RunningAvgSamplesPerSec=29.5, CurrSamplesPerSec=30.1, MemAllocated=1.2GB, …`.
+fn deepspeed_throughput(l: &str, out: &mut Vec<Finding>) -> bool {
+    let Some(cur) = num_after(l, "CurrSamplesPerSec=") else {
+        return false;
+    };
+    let step = int_after(l, "global_step=");
+    out.push(metric("samples_per_second", cur, source::DEEPSPEED, step));
+    if let Some(v) = num_after(l, "RunningAvgSamplesPerSec=") {
+        out.push(metric(
+            "samples_per_second_running_average",
+            v,
+            source::DEEPSPEED,
+            step,
+        ));
+    }
+    true
+}
+
+/// A tqdm progress bar: `100%|██████████| 40/40 [02:36<00:00,  4.10s/it]` or
+/// `…, 2.54it/s]`. A bar cannot say whether it counts training steps, evaluation batches
+/// or data items, so it becomes `progress_seconds_per_iteration` (tqdm's smoothed
+/// seconds per iteration at iteration N, as `step`), labelled with the bar's total and
+/// description, never `step_time_seconds`. Bars counting other units (`examples/s`) are
+/// not read.
+fn tqdm_bar(l: &str, out: &mut Vec<Finding>) -> bool {
+    let Some(bar) = l.find("%|") else {
+        return false;
+    };
+    let Some(counts) = l[bar..].find("| ").map(|i| &l[bar + i + 2..]) else {
+        return false;
+    };
+    let Some(n) = leading_int(counts) else {
+        return false;
+    };
+    let Some(total) = after(counts, "/").and_then(leading_int) else {
+        return false;
+    };
+    let Some(rate_text) = after(counts, ", ") else {
+        return false;
+    };
+    let Some(rate) = leading_number(rate_text) else {
+        return false;
+    };
+    let unit = rate_text
+        .trim_start()
+        .trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let seconds = if unit.starts_with("s/it") {
+        rate
+    } else if unit.starts_with("it/s") && rate > 0.0 {
+        1.0 / rate
+    } else {
+        return false;
+    };
+    let desc = l[..bar]
+        .trim_end_matches(|c: char| c.is_ascii_digit() || c == ' ')
+        .trim_end_matches(':')
+        .trim();
+    let mut m = labelled(
+        metric(
+            "progress_seconds_per_iteration",
+            seconds,
+            source::APP,
+            Some(n),
+        ),
+        "total",
+        total,
+    );
+    if !desc.is_empty() {
+        m = labelled(m, "desc", desc);
+    }
+    out.push(m);
+    true
+}
+
+/// Reads one framework line (already stripped of container-runtime framing and of a
+/// `[rankN]:` prefix) into `out`. Returns whether any rule matched.
+pub fn classify(l: &str, out: &mut Vec<Finding>) -> bool {
+    if let Some(f) = collective_timeout(l) {
+        out.push(f);
+        return true;
+    }
+    checkpoint_rules(l, out)
+        || elastic_rules(l, out)
+        || recompile_rules(l, out)
+        || error_rules(l, out)
+        || maxtext_step(l, out)
+        || torchtitan_step(l, out)
+        || hf_dict(l, out)
+        || train_epoch_line(l, out)
+        || deepspeed_throughput(l, out)
+        || tqdm_bar(l, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(l: &str) -> Vec<Finding> {
+        let mut v = Vec::new();
+        classify(l, &mut v);
+        v
+    }
+
+    fn event(l: &str) -> EventFinding {
+        match one(l).into_iter().next() {
+            Some(Finding::Event(e)) => e,
+            other => panic!("no event for {l:?}: {other:?}"),
+        }
+    }
+
+    fn attr<'a>(e: &'a EventFinding, k: &str) -> Option<&'a str> {
+        e.attrs
+            .iter()
+            .find(|(key, _)| *key == k)
+            .map(|(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn nccl_watchdog_forms() {
+        let e = event(
+            "[E321 10:45:12.123456789 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: \
+             WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) ran for 600060 \
+             milliseconds before timing out.",
+        );
+        assert_eq!(e.kind, "collective_timeout");
+        assert_eq!(attr(&e, "op_type"), Some("ALLREDUCE"));
+        assert_eq!(attr(&e, "seq_num"), Some("1580"));
+        assert_eq!(attr(&e, "timeout_ms"), Some("600000"));
+        assert_eq!(attr(&e, "elapsed_ms"), Some("600060"));
+        assert_eq!(e.rank, Some(0));
+        let e = event(
+            "[PG ID 0 PG GUID 0(default_pg) Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, \
+             OpType=_ALLGATHER_BASE, NumelIn=8, NumelOut=16, Timeout(ms)=1800000) ran for 1800029 milliseconds before timing out.",
+        );
+        assert_eq!(
+            (e.rank, attr(&e, "op_type")),
+            (Some(1), Some("_ALLGATHER_BASE"))
+        );
+    }
+
+    #[test]
+    fn checkpoints() {
+        let e = event("Saving model checkpoint to /data/out/checkpoint-10");
+        assert_eq!(
+            (e.kind, e.step, attr(&e, "path")),
+            (
+                "checkpoint_saved",
+                Some(10),
+                Some("/data/out/checkpoint-10")
+            )
+        );
+        let e = event("Restoring checkpoint from gs://bucket/run/checkpoints/100.");
+        assert_eq!(
+            (e.kind, e.step, e.source),
+            ("checkpoint_restored", Some(100), "maxtext")
+        );
+        assert_eq!(attr(&e, "path"), Some("gs://bucket/run/checkpoints/100"));
+        let e = event("Resuming from checkpoint /data/out/checkpoint-20");
+        assert_eq!((e.kind, e.step), ("checkpoint_restored", Some(20)));
+        let e = event(
+            "Finished saving the checkpoint (or staging if async is enabled)in 12.34 seconds.",
+        );
+        assert_eq!(attr(&e, "seconds"), Some("12.34"));
+        assert!(
+            one("Loading checkpoint shards: 100%|██████████| 2/2 [00:03<00:00,  1.52s/it]")
+                .iter()
+                .all(|f| matches!(f, Finding::Metric(_)))
+        );
+    }
+
+    #[test]
+    fn elastic_agent() {
+        let e = event(
+            "INFO:torch.distributed.elastic.agent.server.api:[default] Worker group FAILED. 3/3 attempts left; will restart worker group",
+        );
+        assert_eq!(
+            (e.kind, attr(&e, "attempts_left"), attr(&e, "max_restarts")),
+            ("worker_group_restart", Some("3"), Some("3"))
+        );
+        assert_eq!(
+            event("[default] Starting worker group").kind,
+            "worker_group_started"
+        );
+        let e = event("Elastic attempt 2 out of 10");
+        assert_eq!(
+            (attr(&e, "attempt"), attr(&e, "max_attempts")),
+            (Some("2"), Some("10"))
+        );
+    }
+
+    #[test]
+    fn recompiles_and_errors() {
+        let e = event("torch._dynamo hit config.recompile_limit (8)");
+        assert_eq!((e.kind, attr(&e, "limit")), ("recompile", Some("8")));
+        let e = event("[__recompiles] Recompiling function forward in /app/model.py:41");
+        assert_eq!(attr(&e, "function"), Some("forward"));
+        let e = event(
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity",
+        );
+        assert_eq!(
+            (e.kind, attr(&e, "tried_to_allocate")),
+            ("cuda_oom", Some("20.00 MiB"))
+        );
+        assert_eq!(
+            event("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219")
+                .kind,
+            "nccl_error"
+        );
+        let e = exception_event(
+            "torch.OutOfMemoryError",
+            "CUDA out of memory. Tried to allocate 2.00 GiB.",
+        );
+        assert_eq!(
+            (e.kind, attr(&e, "tried_to_allocate")),
+            ("cuda_oom", Some("2.00 GiB"))
+        );
+        assert_eq!(exception_event("KeyError", "'x'").kind, "exception");
+    }
+
+    #[test]
+    fn step_metrics() {
+        let v = one(
+            "completed step: 9, seconds: 5.667, TFLOP/s/device: 134.924, Tokens/s/device: 8672.758, total_weights: 196608, loss: 10.374",
+        );
+        assert_eq!(v.len(), 5);
+        let Finding::Metric(m) = &v[0] else { panic!() };
+        assert_eq!(
+            (m.metric.as_str(), m.value, m.step),
+            ("step_time_seconds", 5.667, Some(9))
+        );
+        let v = one(
+            "step: 20  loss: 11.83506  grad_norm:  9.6669  memory: 48.87GiB(51.44%)  tps: 4,376  tflops: 253.41  mfu: 25.62%",
+        );
+        let tps = v.iter().find_map(|f| match f {
+            Finding::Metric(m) if m.metric == "tokens_per_second" => Some(m.value),
+            _ => None,
+        });
+        assert_eq!(tps, Some(4376.0));
+        assert_eq!(v.len(), 6);
+        let v = one("{'loss': 1.2345, 'grad_norm': 0.5, 'learning_rate': 2e-05, 'epoch': 0.5}");
+        let Finding::Metric(m) = &v[0] else { panic!() };
+        assert_eq!((m.metric.as_str(), m.value), ("train_loss", 1.2345));
+        assert_eq!(v.len(), 4);
+        let v = one(
+            "{'train_runtime': 165.12, 'train_samples_per_second': 0.484, 'train_loss': 5.76, 'epoch': 1.0}",
+        );
+        assert!(matches!(v.last(), Some(Finding::Event(e)) if e.kind == "run_finished"));
+        let v = one(" 20%|██        | 2/10 [00:00<00:03,  2.54it/s]");
+        let Finding::Metric(m) = &v[0] else { panic!() };
+        assert_eq!((m.step, (m.value * 1000.0).round()), (Some(2), 394.0));
+        assert!(one("Map: 100%|██████████| 80/80 [00:00<00:00, 1361.10 examples/s]").is_empty());
+        assert!(one("Nothing to see here").is_empty());
+    }
+}

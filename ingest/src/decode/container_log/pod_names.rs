@@ -1,0 +1,210 @@
+//! Who wrote a container log: namespace, pod and container from the kubelet's log paths,
+//! and the owning workload and pod index from the controllers' pod naming rules.
+
+/// Namespace, pod and container named by a log file's path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PathScope {
+    pub namespace: Option<String>,
+    pub pod: Option<String>,
+    pub container: Option<String>,
+}
+
+/// Reads the kubelet's two layouts:
+/// `/var/log/pods/<ns>_<pod>_<uid>/<container>/<N>.log` and
+/// `/var/log/containers/<pod>_<ns>_<container>-<64 hex id>.log`. Anything else names
+/// nothing (a plain `kubectl logs` file: its pod comes from `--pod` or the file name).
+pub fn scope_from_path(path: &str) -> PathScope {
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    if let Some(i) = parts.iter().position(|p| *p == "pods")
+        && let (Some(dir), Some(container)) = (parts.get(i + 1), parts.get(i + 2))
+    {
+        let fields: Vec<&str> = dir.splitn(3, '_').collect();
+        if fields.len() == 3 && !fields[0].is_empty() && !fields[1].is_empty() {
+            return PathScope {
+                namespace: Some(fields[0].to_string()),
+                pod: Some(fields[1].to_string()),
+                container: (parts.len() > i + 3).then(|| container.to_string()),
+            };
+        }
+    }
+    if let Some(i) = parts.iter().position(|p| *p == "containers")
+        && let Some(file) = parts.get(i + 1)
+    {
+        let stem = file.strip_suffix(".log").unwrap_or(file);
+        let fields: Vec<&str> = stem.splitn(3, '_').collect();
+        if fields.len() == 3 {
+            // The container name is followed by `-<container id>` (64 hex digits).
+            let container = match fields[2].rsplit_once('-') {
+                Some((name, id)) if id.len() >= 12 && id.bytes().all(|c| c.is_ascii_hexdigit()) => {
+                    name
+                }
+                _ => fields[2],
+            };
+            return PathScope {
+                namespace: Some(fields[1].to_string()),
+                pod: Some(fields[0].to_string()),
+                container: Some(container.to_string()),
+            };
+        }
+    }
+    PathScope::default()
+}
+
+/// A pod name as a file name (`finetune-0-abcde.log`, `trainer-0-x7k2p_stdout.txt`): the
+/// stem, if it looks like a Kubernetes object name.
+pub fn pod_from_file_name(path: &str) -> Option<String> {
+    let file = path.rsplit('/').next()?;
+    let stem = file.split('.').next()?;
+    let stem = stem.split('_').next()?;
+    let ok = !stem.is_empty()
+        && stem.len() <= 253
+        && stem
+            .bytes()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+        && stem.contains('-');
+    ok.then(|| stem.to_string())
+}
+
+/// The owner of a pod named by a controller, and the pod's index where its name has one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodOwner<'a> {
+    pub workload: &'a str,
+    pub index: Option<i32>,
+}
+
+/// The characters Kubernetes uses for generated name suffixes (`utilrand.String`) and
+/// pod-template hashes: no vowels, no `0 1 3`.
+fn is_generated(s: &str) -> bool {
+    s.bytes()
+        .all(|c| b"bcdfghjklmnpqrstvwxz2456789".contains(&c))
+}
+
+/// The workload a pod belongs to by the controllers' naming rules:
+/// `<deployment>-<pod-template-hash>-<5 chars>`, `<job>-<index>-<5 chars>` (indexed Job,
+/// JobSet), `<job>-<5 chars>` (Job), `<statefulset or kubeflow job>-<index>`
+/// (StatefulSet, `<job>-worker-<n>`: the workload is the name before the role).
+/// `None` when the name follows no rule.
+pub fn owner_from_pod_name(pod: &str) -> Option<PodOwner<'_>> {
+    let (head, last) = pod.rsplit_once('-')?;
+    if head.is_empty() {
+        return None;
+    }
+    if last.len() == 5 && is_generated(last) {
+        let (head2, middle) = match head.rsplit_once('-') {
+            Some(p) if !p.0.is_empty() => p,
+            _ => {
+                return Some(PodOwner {
+                    workload: head,
+                    index: None,
+                });
+            }
+        };
+        if (6..=10).contains(&middle.len()) && is_generated(middle) {
+            return Some(PodOwner {
+                workload: head2,
+                index: None,
+            });
+        }
+        if let Ok(index) = middle.parse::<i32>()
+            && middle.len() <= 6
+        {
+            return Some(PodOwner {
+                workload: head2,
+                index: Some(index),
+            });
+        }
+        return Some(PodOwner {
+            workload: head,
+            index: None,
+        });
+    }
+    if let Ok(index) = last.parse::<i32>()
+        && last.len() <= 6
+    {
+        // Kubeflow training operators name pods `<job>-master-0` / `<job>-worker-3`.
+        for role in [
+            "-master",
+            "-worker",
+            "-launcher",
+            "-chief",
+            "-ps",
+            "-evaluator",
+        ] {
+            if let Some(job) = head.strip_suffix(role)
+                && !job.is_empty()
+            {
+                return Some(PodOwner {
+                    workload: job,
+                    index: Some(index),
+                });
+            }
+        }
+        return Some(PodOwner {
+            workload: head,
+            index: Some(index),
+        });
+    }
+    None
+}
+
+/// The workload named by pod labels (Fluent Bit / Vector `kubernetes.labels`), most
+/// specific first.
+pub const WORKLOAD_LABELS: [&str; 6] = [
+    "jobset.sigs.k8s.io/jobset-name",
+    "training.kubeflow.org/job-name",
+    "batch.kubernetes.io/job-name",
+    "job-name",
+    "app.kubernetes.io/name",
+    "app",
+];
+
+/// Pod labels that carry the pod's index within its workload.
+pub const INDEX_LABELS: [&str; 3] = [
+    "batch.kubernetes.io/job-completion-index",
+    "training.kubeflow.org/replica-index",
+    "apps.kubernetes.io/pod-index",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubelet_paths() {
+        let s = scope_from_path(
+            "/var/log/pods/llm_finetune-gemma-l4-0-vcxpz_0f1e2d3c-aaaa-bbbb-cccc-0123456789ab/trainer/0.log",
+        );
+        assert_eq!(s.namespace.as_deref(), Some("llm"));
+        assert_eq!(s.pod.as_deref(), Some("finetune-gemma-l4-0-vcxpz"));
+        assert_eq!(s.container.as_deref(), Some("trainer"));
+        let id = "4f3c2b1a".repeat(8);
+        let s = scope_from_path(&format!(
+            "/var/log/containers/tgi-7d9f8b6c5d-x2x9k_serving_tgi-{id}.log"
+        ));
+        assert_eq!(s.namespace.as_deref(), Some("serving"));
+        assert_eq!(s.pod.as_deref(), Some("tgi-7d9f8b6c5d-x2x9k"));
+        assert_eq!(s.container.as_deref(), Some("tgi"));
+        assert_eq!(scope_from_path("logs/trainer.log"), PathScope::default());
+        assert_eq!(
+            pod_from_file_name("/tmp/finetune-0-vcxpz.log").as_deref(),
+            Some("finetune-0-vcxpz")
+        );
+        assert_eq!(pod_from_file_name("/tmp/Train.log"), None);
+    }
+
+    #[test]
+    fn controller_naming_rules() {
+        let o = owner_from_pod_name("finetune-gemma-l4-0-vcxpz").unwrap();
+        assert_eq!((o.workload, o.index), ("finetune-gemma-l4", Some(0)));
+        let o = owner_from_pod_name("tgi-gemma-7d9f8b6c5d-x2x9k").unwrap();
+        assert_eq!((o.workload, o.index), ("tgi-gemma", None));
+        let o = owner_from_pod_name("pi-job-qz2tk").unwrap();
+        assert_eq!((o.workload, o.index), ("pi-job", None));
+        let o = owner_from_pod_name("bert-worker-3").unwrap();
+        assert_eq!((o.workload, o.index), ("bert", Some(3)));
+        let o = owner_from_pod_name("web-2").unwrap();
+        assert_eq!((o.workload, o.index), ("web", Some(2)));
+        assert_eq!(owner_from_pod_name("standalone"), None);
+        assert_eq!(owner_from_pod_name("-x"), None);
+    }
+}

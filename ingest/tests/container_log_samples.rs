@@ -1,0 +1,357 @@
+//! The container-log decoder on the real training logs in `fixtures/samples/training-logs/`:
+//! every line is accounted for, nothing is rejected, and the events and metrics each log
+//! holds come out with their values. The `.md` samples are docs that quote log lines:
+//! the test reads the lines of their unlabelled / `none` code blocks.
+
+use std::collections::BTreeMap;
+
+use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::datatypes::{Float64Type, Int32Type, Int64Type, TimestampNanosecondType};
+use whyslow_ingest::decode::container_log::ContainerLogDecoder;
+use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
+use whyslow_ingest::time::{format_rfc3339, parse_rfc3339};
+
+fn sample(name: &str) -> String {
+    let path = format!(
+        "{}/../fixtures/samples/training-logs/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The log lines quoted in a markdown file's plain code blocks, unindented.
+fn quoted_log_lines(md: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    let mut keep = false;
+    for line in md.lines() {
+        let t = line.trim_start();
+        if let Some(lang) = t.strip_prefix("```") {
+            if inside {
+                inside = false;
+            } else {
+                inside = true;
+                keep = lang.is_empty() || lang == "none";
+            }
+            continue;
+        }
+        if inside && keep {
+            out.push_str(t);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+struct Decoded {
+    events: Vec<Event>,
+    metrics: Vec<Metric>,
+    counts: whyslow_ingest::Counts,
+    dead: usize,
+}
+
+#[derive(Debug)]
+struct Event {
+    time: String,
+    kind: String,
+    source: String,
+    attrs: BTreeMap<String, String>,
+    message: String,
+}
+
+#[derive(Debug)]
+struct Metric {
+    time: String,
+    metric: String,
+    value: f64,
+    step: Option<i64>,
+    rank: Option<i32>,
+    labels: BTreeMap<String, String>,
+}
+
+fn map_at(b: &RecordBatch, col: &str, i: usize) -> BTreeMap<String, String> {
+    let m = b.column_by_name(col).unwrap().as_map();
+    let entries = m.value(i);
+    let keys = entries.column(0).as_string::<i32>();
+    let values = entries.column(1).as_string::<i32>();
+    (0..entries.len())
+        .map(|j| (keys.value(j).to_string(), values.value(j).to_string()))
+        .collect()
+}
+
+fn run(text: &str, path: &str, hints: &Hints) -> Decoded {
+    let mut d = ContainerLogDecoder::new();
+    let mut out = Output::new(0);
+    let lines: Vec<&str> = text
+        .strip_suffix('\n')
+        .unwrap_or(text)
+        .split('\n')
+        .collect();
+    for (i, l) in lines.iter().enumerate() {
+        let origin = Origin::File {
+            path,
+            line: i as u64 + 1,
+        };
+        d.decode(l.as_bytes(), &origin, hints, &mut out);
+    }
+    d.finish(hints, &mut out);
+    assert!(out.counts.balances(), "{:?}", out.counts);
+    assert_eq!(out.counts.records, lines.len() as u64);
+    let (eb, mb) = (out.events.finish(), out.metrics.finish());
+    assert_eq!(out.counts.events, eb.num_rows() as u64);
+    assert_eq!(out.counts.metrics, mb.num_rows() as u64);
+    let t = |b: &RecordBatch, i| {
+        format_rfc3339(
+            b.column_by_name("time")
+                .unwrap()
+                .as_primitive::<TimestampNanosecondType>()
+                .value(i),
+        )
+    };
+    let s = |b: &RecordBatch, c: &str, i| {
+        b.column_by_name(c)
+            .unwrap()
+            .as_string::<i32>()
+            .value(i)
+            .to_string()
+    };
+    let events = (0..eb.num_rows())
+        .map(|i| Event {
+            time: t(&eb, i),
+            kind: s(&eb, "kind", i),
+            source: s(&eb, "source", i),
+            attrs: map_at(&eb, "attrs", i),
+            message: s(&eb, "message", i),
+        })
+        .collect();
+    let metrics = (0..mb.num_rows())
+        .map(|i| {
+            let step = mb
+                .column_by_name("step")
+                .unwrap()
+                .as_primitive::<Int64Type>();
+            let rank = mb
+                .column_by_name("rank")
+                .unwrap()
+                .as_primitive::<Int32Type>();
+            Metric {
+                time: t(&mb, i),
+                metric: s(&mb, "metric", i),
+                value: mb
+                    .column_by_name("value")
+                    .unwrap()
+                    .as_primitive::<Float64Type>()
+                    .value(i),
+                step: step.is_valid(i).then(|| step.value(i)),
+                rank: rank.is_valid(i).then(|| rank.value(i)),
+                labels: map_at(&mb, "labels", i),
+            }
+        })
+        .collect();
+    Decoded {
+        events,
+        metrics,
+        counts: out.counts,
+        dead: out.dead.len(),
+    }
+}
+
+fn named<'a>(d: &'a Decoded, metric: &str) -> Vec<&'a Metric> {
+    d.metrics.iter().filter(|m| m.metric == metric).collect()
+}
+
+fn hints_with_time(t: &str) -> Hints {
+    Hints {
+        default_time_ns: Some(parse_rfc3339(t).unwrap()),
+        ..Hints::default()
+    }
+}
+
+#[test]
+fn hf_trainer_torchrun_log() {
+    let text = sample("kubeflow-trainer-torchrun-hf-trainer-distilbert-2ranks.log");
+    // `--time` supplies the year the glog-style stamps (`W0429 01:22:31.907000`) lack.
+    let d = run(&text, "hf.log", &hints_with_time("2025-04-29T00:00:00Z"));
+    assert_eq!((d.dead, d.counts.rejected), (0, 0));
+    let eval_loss = named(&d, "eval_loss");
+    assert_eq!(eval_loss.len(), 1);
+    assert!((eval_loss[0].value - 5.543211936950684).abs() < 1e-12);
+    assert_eq!(
+        eval_loss[0].labels.get("epoch").map(String::as_str),
+        Some("1.0")
+    );
+    assert_eq!(named(&d, "eval_runtime")[0].value, 7.9713);
+    assert_eq!(named(&d, "train_runtime")[0].value, 165.12);
+    assert_eq!(named(&d, "train_samples_per_second")[0].value, 0.484);
+    assert_eq!(named(&d, "train_loss_average")[0].value, 5.764264678955078);
+    // The eval dict (4 + epoch) and the summary (4 + epoch).
+    assert_eq!(named(&d, "epoch").len(), 2);
+    let finished: Vec<&Event> = d
+        .events
+        .iter()
+        .filter(|e| e.kind == "run_finished")
+        .collect();
+    assert_eq!(finished.len(), 1);
+    assert_eq!(
+        finished[0].attrs.get("train_runtime").map(String::as_str),
+        Some("165.12")
+    );
+    assert!(
+        finished[0].time.starts_with("2025-04-29T01:22:"),
+        "{}",
+        finished[0].time
+    );
+    assert_eq!(d.events.len(), 1, "{:?}", d.events);
+    // tqdm: three training-bar drawings at 40/40 and nine evaluation-bar drawings.
+    let bars = named(&d, "progress_seconds_per_iteration");
+    assert_eq!(bars.len(), 12);
+    let train: Vec<&&Metric> = bars
+        .iter()
+        .filter(|m| m.labels.get("total").map(String::as_str) == Some("40"))
+        .collect();
+    assert_eq!(train.len(), 3);
+    assert_eq!((train[0].step, train[0].value), (Some(40), 4.10));
+    // The lines after the glog stamps are dated by them (2025-04-29 01:22:…), not by --time.
+    assert!(
+        eval_loss[0].time.starts_with("2025-04-29T01:22:"),
+        "{}",
+        eval_loss[0].time
+    );
+    assert_eq!(
+        eval_loss[0].labels.get("time_from").map(String::as_str),
+        Some("preceding_line")
+    );
+    assert_eq!(d.counts.metrics, 10 + 12);
+}
+
+#[test]
+fn hf_log_without_a_time_hint_keeps_what_it_can_date() {
+    let text = sample("kubeflow-trainer-torchrun-hf-trainer-distilbert-2ranks.log");
+    let d = run(&text, "hf.log", &Hints::default());
+    // With no year for the glog stamps and no --time, nothing can be dated: every line
+    // is skipped and counted, none rejected.
+    assert_eq!(d.counts.rejected, 0);
+    assert_eq!(d.counts.skipped, d.counts.records);
+    assert!(d.metrics.is_empty() && d.events.is_empty());
+}
+
+#[test]
+fn deepspeed_mpi_log() {
+    let text = sample("kubeflow-trainer-deepspeed-mpi-t5-8ranks.log");
+    let d = run(&text, "ds.log", &Hints::default());
+    assert_eq!(d.counts.rejected, 0);
+    let losses = named(&d, "train_loss");
+    assert_eq!(losses.len(), 14);
+    assert_eq!(losses[0].value, 10.25);
+    assert_eq!(losses[0].labels.get("epoch").map(String::as_str), Some("1"));
+    assert_eq!(
+        losses[0].labels.get("samples_total").map(String::as_str),
+        Some("2000")
+    );
+    assert_eq!(losses[13].value, 0.523438);
+    assert_eq!(
+        losses[13].labels.get("samples").map(String::as_str),
+        Some("240")
+    );
+    // The loop's lines carry no time: they take the last DeepSpeed stamp before them.
+    assert_eq!(losses[0].time, "2025-10-18T00:09:38.709Z");
+    assert_eq!(
+        losses[0].labels.get("time_from").map(String::as_str),
+        Some("preceding_line")
+    );
+    assert_eq!(d.metrics.len(), 14);
+    assert!(d.events.is_empty(), "{:?}", d.events);
+}
+
+#[test]
+fn maxtext_walkthrough_steps() {
+    let text = quoted_log_lines(&sample(
+        "maxtext-jax-tpu-training-log-walkthrough-excerpt.md",
+    ));
+    let d = run(
+        &text,
+        "maxtext.log",
+        &hints_with_time("2025-09-01T00:00:00Z"),
+    );
+    assert_eq!(d.counts.rejected, 0);
+    let steps = named(&d, "step_time_seconds");
+    // Steps 0-9, step 9 quoted again, and steps 8-9 of the c4 example.
+    assert_eq!(steps.len(), 13);
+    assert_eq!((steps[0].step, steps[0].value), (Some(0), 44.923));
+    assert_eq!((steps[9].step, steps[9].value), (Some(9), 5.667));
+    let tokens = named(&d, "tokens_per_second");
+    assert_eq!(tokens.len(), 13);
+    assert_eq!(tokens[1].value, 154316.608);
+    assert_eq!(
+        tokens[1].labels.get("per").map(String::as_str),
+        Some("device")
+    );
+    assert_eq!(named(&d, "tflops_per_second")[2].value, 135.158);
+    assert_eq!(named(&d, "train_loss")[12].value, 9.580);
+    assert_eq!(named(&d, "total_weights")[12].value, 155934.0);
+    assert_eq!(d.metrics.len(), 13 * 5);
+    // No line of the walkthrough carries a time: all are dated by --time, and say so.
+    let by_default = |m: &&Metric| {
+        m.time == "2025-09-01T00:00:00Z"
+            && m.labels.get("time_from").map(String::as_str) == Some("default")
+    };
+    assert!(steps.iter().all(by_default));
+}
+
+#[test]
+fn maxtext_elastic_recovery() {
+    let text = quoted_log_lines(&sample(
+        "maxtext-elastic-training-slice-failure-recovery-excerpt.md",
+    ));
+    let d = run(
+        &text,
+        "elastic.log",
+        &hints_with_time("2025-09-01T00:00:00Z"),
+    );
+    assert_eq!(d.counts.rejected, 0);
+    let kinds: Vec<&str> = d.events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["slice_down", "worker_group_restart", "checkpoint_restored"]
+    );
+    let restart = &d.events[1];
+    assert_eq!(restart.attrs.get("attempt").map(String::as_str), Some("2"));
+    assert_eq!(
+        restart.attrs.get("max_attempts").map(String::as_str),
+        Some("10")
+    );
+    let restored = &d.events[2];
+    assert_eq!(restored.source, "maxtext");
+    assert_eq!(restored.attrs.get("step").map(String::as_str), Some("100"));
+    assert_eq!(
+        restored.attrs.get("path").map(String::as_str),
+        Some("gs://.../checkpoints/100")
+    );
+    assert_eq!(
+        restored.message,
+        "Restoring checkpoint from gs://.../checkpoints/100."
+    );
+    // `completed step: 8, seconds: 0.159, TFLOP/s/device: 43.430, loss: 220.774` and 9.
+    assert_eq!(named(&d, "step_time_seconds").len(), 2);
+    assert_eq!(named(&d, "train_loss")[0].value, 220.774);
+    assert_eq!(d.metrics.len(), 6);
+}
+
+#[test]
+fn torchtitan_step_line() {
+    let text = quoted_log_lines(&sample("torchtitan-step-metrics-line-excerpt.txt"));
+    let d = run(&text, "titan.log", &hints_with_time("2025-09-01T00:00:00Z"));
+    let by_name: BTreeMap<&str, (f64, Option<i64>)> = d
+        .metrics
+        .iter()
+        .map(|m| (m.metric.as_str(), (m.value, m.step)))
+        .collect();
+    assert_eq!(by_name.get("tokens_per_second"), Some(&(4376.0, Some(20))));
+    assert_eq!(by_name.get("train_loss"), Some(&(11.83506, Some(20))));
+    assert_eq!(by_name.get("grad_norm"), Some(&(9.6669, Some(20))));
+    assert_eq!(by_name.get("memory_gib"), Some(&(48.87, Some(20))));
+    assert_eq!(by_name.get("tflops_per_second"), Some(&(253.41, Some(20))));
+    assert_eq!(by_name.get("mfu_percent"), Some(&(25.62, Some(20))));
+    assert_eq!(d.metrics.len(), 6);
+    assert!(d.metrics.iter().all(|m| m.rank.is_none()));
+}
