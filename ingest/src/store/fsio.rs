@@ -49,23 +49,19 @@ pub fn rename_durable(from: &Path, to: &Path) -> Result<(), StoreError> {
     }
 }
 
-/// Publishes a synced temp file under `to` only if that name does not exist yet
-/// (a hard link cannot overwrite), then drops the temp name.
-pub fn publish_new(from: &Path, to: &Path) -> Result<(), StoreError> {
+/// Publishes a synced temp file under `to` only if that name does not exist yet (a hard
+/// link cannot overwrite). Once this returns `Ok` the file is visible under `to`; the temp
+/// name is left for the caller to drop.
+pub fn link_new(from: &Path, to: &Path) -> Result<(), StoreError> {
     match fs::hard_link(from, to) {
-        Ok(()) => {}
+        Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             let _ = fs::remove_file(from);
-            return Err(StoreError::Conflict {
+            Err(StoreError::Conflict {
                 path: to.to_path_buf(),
-            });
+            })
         }
-        Err(e) => return Err(StoreError::io("publish", to, e)),
-    }
-    fs::remove_file(from).map_err(|e| StoreError::io("remove", from, e))?;
-    match to.parent() {
-        Some(dir) => sync_dir(dir),
-        None => Ok(()),
+        Err(e) => Err(StoreError::io("publish", to, e)),
     }
 }
 

@@ -93,9 +93,9 @@ pub fn row_keys(table: Table, batch: &RecordBatch) -> Result<Vec<Key>, MissingCo
         Table::Events => {
             let t = times(batch, "time")?;
             let id = col::<StringArray>(batch, "event_id")?;
-            for i in 0..n {
+            for (i, &lead) in t.iter().enumerate().take(n) {
                 out.push(Key {
-                    lead: t[i],
+                    lead,
                     hash: xxh3_64(id.value(i).as_bytes()),
                 });
             }
@@ -163,9 +163,9 @@ pub fn row_keys(table: Table, batch: &RecordBatch) -> Result<Vec<Key>, MissingCo
         Table::Slowdowns => {
             let t = times(batch, "start")?;
             let id = col::<StringArray>(batch, "slowdown_id")?;
-            for i in 0..n {
+            for (i, &lead) in t.iter().enumerate().take(n) {
                 out.push(Key {
-                    lead: t[i],
+                    lead,
                     hash: xxh3_64(id.value(i).as_bytes()),
                 });
             }

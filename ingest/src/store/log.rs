@@ -296,8 +296,11 @@ impl State {
             detail: format!("cannot serialize: {e}"),
         })?;
         fsio::write_synced(&tmp, &bytes)?;
-        fsio::publish_new(&tmp, &final_path)?;
-        self.apply(entry, &final_path)
+        fsio::link_new(&tmp, &final_path)?;
+        // Published: the state moves on even if the clean-up below fails.
+        self.apply(entry, &final_path)?;
+        fsio::remove_if_exists(&tmp)?;
+        fsio::sync_dir(&log_dir)
     }
 
     /// Writes a checkpoint of the current state, then deletes log files older than the

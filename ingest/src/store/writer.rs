@@ -307,7 +307,8 @@ impl StoreWriter {
     fn publish(&mut self, entry: &Entry, files: &[PathBuf]) -> Result<(), StoreError> {
         let root = self.store.root.clone();
         if let Err(e) = self.store.state.commit(&root, entry) {
-            if !matches!(e, StoreError::Conflict { .. }) {
+            if self.store.state.version < entry.version {
+                // Not published: the new files are orphans.
                 discard(files);
             }
             return Err(e);

@@ -1,0 +1,176 @@
+//! Store benchmark: commit throughput and on-disk bytes per metric sample for a
+//! metrics-heavy, dcgm-exporter-like input (plus a re-ingest that is all duplicates and a
+//! compaction).
+//!
+//! `cargo run --release -p whyslow-ingest --example store_bench [-- SAMPLES [COMMIT_ROWS]]`
+
+use std::time::Instant;
+
+use arrow::array::RecordBatch;
+use whyslow_ingest::store::{StoreWriter, WriterOptions};
+use whyslow_schemas::builders::{MetricRow, Scope};
+use whyslow_schemas::{Layer, MetricsBuilder, Table};
+
+const NODES: usize = 32;
+const GPUS: usize = 8;
+/// (metric, typical value, noise amplitude, decimals)
+const METRICS: [(&str, f64, f64, i32); 10] = [
+    ("gpu_util", 85.0, 15.0, 0),
+    ("duty_cycle", 80.0, 20.0, 0),
+    ("gpu_temp_celsius", 66.0, 6.0, 0),
+    ("memory_temp_celsius", 70.0, 5.0, 0),
+    ("power_watts", 550.0, 120.0, 3),
+    ("sm_clock_mhz", 1980.0, 60.0, 0),
+    ("mem_clock_mhz", 2619.0, 0.0, 0),
+    ("fb_used_mib", 61_000.0, 2_000.0, 0),
+    ("clock_throttle_reasons", 0.0, 0.0, 0),
+    ("xid_errors", 0.0, 0.0, 0),
+];
+const SCRAPE_NS: i64 = 15_000_000_000;
+const BASE_NS: i64 = 1_795_910_400_000_000_000;
+
+struct Rng(u64);
+
+impl Rng {
+    fn unit(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Samples `[from, to)` of the scrape sequence (series-major within each scrape).
+fn batch(from: usize, to: usize, rng: &mut Rng) -> RecordBatch {
+    let series = NODES * GPUS * METRICS.len();
+    let mut b = MetricsBuilder::new(BASE_NS + 10 * 86_400_000_000_000);
+    let nodes: Vec<String> = (0..NODES).map(|n| format!("gke-a3-pool-{n:03}")).collect();
+    let devices: Vec<String> = (0..GPUS).map(|g| g.to_string()).collect();
+    for i in from..to {
+        let s = i % series;
+        let (node, rest) = (s / (GPUS * METRICS.len()), s % (GPUS * METRICS.len()));
+        let (gpu, m) = (rest / METRICS.len(), rest % METRICS.len());
+        let (metric, typical, noise, decimals) = METRICS[m];
+        let scale = 10f64.powi(decimals);
+        let value = ((typical + noise * (rng.unit() - 0.5)) * scale).round() / scale;
+        let uuid = format!(
+            "GPU-{:08x}-{:04x}-4c2a-9e1b-{:012x}",
+            node * 131 + gpu,
+            gpu,
+            node
+        );
+        let pci = format!("00000000:{:02X}:00.0", 0x10 + gpu);
+        let row = MetricRow {
+            time_ns: BASE_NS + (i / series) as i64 * SCRAPE_NS,
+            layer: Layer::Infrastructure,
+            source: "dcgm",
+            metric,
+            value,
+            scope: Scope {
+                cluster: Some("prod-us-central1"),
+                node: Some(&nodes[node]),
+                device: Some(&devices[gpu]),
+                ..Scope::default()
+            },
+            rank: None,
+            step: None,
+        };
+        b.append(
+            &row,
+            [
+                ("UUID", uuid.as_str()),
+                ("pci_bus_id", pci.as_str()),
+                ("modelName", "NVIDIA H100 80GB HBM3"),
+                ("DCGM_FI_DRIVER_VERSION", "550.90.07"),
+            ],
+        );
+    }
+    b.finish()
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / 1e6
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let samples: usize = args.next().map_or(Ok(4_000_000), |a| a.parse())?;
+    let commit_rows: usize = args.next().map_or(Ok(200_000), |a| a.parse())?;
+    let dir = tempfile::tempdir()?;
+    let root = dir.path().join("store");
+    let opts = WriterOptions {
+        auto_compact_segments: 0,
+        ..WriterOptions::default()
+    };
+    let mut w = StoreWriter::open_with(&root, opts)?;
+
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let batches: Vec<RecordBatch> = (0..samples)
+        .step_by(commit_rows)
+        .map(|from| batch(from, (from + commit_rows).min(samples), &mut rng))
+        .collect();
+
+    let t = Instant::now();
+    let (mut written, mut bytes, mut key_bytes) = (0, 0, 0);
+    for b in &batches {
+        w.append(Table::Metrics, b.clone())?;
+        let s = w.commit(&[])?;
+        let m = &s.tables[&Table::Metrics];
+        (written, bytes, key_bytes) = (
+            written + m.written,
+            bytes + m.bytes,
+            key_bytes + m.key_bytes,
+        );
+    }
+    let secs = t.elapsed().as_secs_f64();
+    println!("metrics samples        {samples} in commits of {commit_rows}");
+    println!(
+        "first ingest           {:.2} s  {:.0} rows/s",
+        secs,
+        written as f64 / secs
+    );
+    println!(
+        "parquet                {:.1} MB  {:.2} bytes/sample",
+        mb(bytes),
+        bytes as f64 / written as f64
+    );
+    println!(
+        "key files (dedupe)     {:.1} MB  {:.2} bytes/sample",
+        mb(key_bytes),
+        key_bytes as f64 / written as f64
+    );
+
+    let t = Instant::now();
+    let mut dups = 0;
+    for b in &batches {
+        w.append(Table::Metrics, b.clone())?;
+        dups += w.commit(&[])?.duplicates();
+    }
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "re-ingest (all dups)   {:.2} s  {:.0} rows/s  duplicates {dups}",
+        secs,
+        dups as f64 / secs
+    );
+
+    let before = w.store().segments(Table::Metrics).len();
+    let t = Instant::now();
+    let c = w.compact()?;
+    let secs = t.elapsed().as_secs_f64();
+    let segs = w.store().segments(Table::Metrics);
+    let after_bytes: u64 = segs.iter().map(|s| s.bytes).sum();
+    let after_keys: u64 = segs.iter().map(|s| s.keys_bytes).sum();
+    println!(
+        "compaction             {:.2} s  {} -> {} segments ({} rewritten rows)",
+        secs,
+        before,
+        segs.len(),
+        c.rows
+    );
+    println!(
+        "after compaction       parquet {:.2} bytes/sample, key files {:.2} bytes/sample",
+        after_bytes as f64 / written as f64,
+        after_keys as f64 / written as f64
+    );
+    Ok(())
+}
