@@ -150,7 +150,18 @@ pub struct UsageError(pub String);
 pub fn dispatch(cli: Cli) -> Result<()> {
     let store = cli.global.store;
     match cli.command {
-        Command::Ingest(_) | Command::Stream(_) | Command::Sql(_) | Command::Report(_) | Command::Demo | Command::Replay => {
+        Command::Sql(a) => {
+            let cmd = whyslow_queries::SqlCommand {
+                store,
+                query: a.query,
+                file: a.file,
+                params: a.params,
+                format: a.format,
+            };
+            whyslow_queries::run_sql(&cmd, &mut std::io::stdout().lock())
+                .map_err(|e| if e.is_usage() { UsageError(e.to_string()).into() } else { anyhow::Error::new(e) })
+        }
+        Command::Ingest(_) | Command::Stream(_) | Command::Report(_) | Command::Demo | Command::Replay => {
             let _ = store;
             anyhow::bail!("this command is not built yet")
         }

@@ -187,7 +187,7 @@ async fn a_segment_list_of_plain_parquet_files_reads_and_older_files_lack_column
             "SELECT count(*) FROM events WHERE attrs['preemptor'] = 'llm/tgi'"
         )
         .await,
-        2
+        1
     );
     assert_eq!(count(&ctx, "SELECT count(*) FROM metrics").await, 0);
 }

@@ -139,11 +139,11 @@ fn named_queries_run_with_params() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(
         lines[0],
-        "time,namespace,workload,kind,reason,preemptor,priority,cluster_queue,node,pod,source"
+        "time,namespace,workload,kind,reason,preemption_reason,preemptor,priority,cluster_queue,node,pod,source"
     );
     assert_eq!(
         lines[1],
-        "2026-11-29T10:10:00Z,llm,ft,evicted,Preempted,llm/tgi,100,cq-gpu,,,kueue"
+        "2026-11-29T10:10:00Z,llm,ft,evicted,Preempted,InClusterQueue,llm/tgi,100,cq-gpu,,,kueue"
     );
     assert_eq!(lines.len(), 3);
 
