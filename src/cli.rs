@@ -63,10 +63,10 @@ pub struct IngestArgs {
     #[arg(long)]
     pub pod: Option<String>,
     /// Time for records that carry none (RFC 3339 or relative, e.g. -2h).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub time: Option<String>,
-    /// Boot time for kernel records stamped relative to boot (RFC 3339).
-    #[arg(long)]
+    /// Boot time for kernel records stamped relative to boot (RFC 3339 or relative).
+    #[arg(long, allow_hyphen_values = true)]
     pub boot_time: Option<String>,
     /// Never draw a progress bar, even on a terminal.
     #[arg(long)]
@@ -161,10 +161,50 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             whyslow_queries::run_sql(&cmd, &mut std::io::stdout().lock())
                 .map_err(|e| if e.is_usage() { UsageError(e.to_string()).into() } else { anyhow::Error::new(e) })
         }
-        Command::Ingest(_) | Command::Stream(_) | Command::Report(_) | Command::Demo | Command::Replay => {
+        Command::Ingest(args) => ingest(store, args),
+        Command::Stream(_) | Command::Report(_) | Command::Demo | Command::Replay => {
             let _ = store;
             anyhow::bail!("this command is not built yet")
         }
+    }
+}
+
+/// `whyslow ingest`: prints the summary; inputs that could not be read are named on
+/// stderr and make the exit code 1 after the others were ingested.
+fn ingest(store: PathBuf, a: IngestArgs) -> Result<()> {
+    use std::io::IsTerminal;
+    use whyslow_ingest::decode::Hints;
+    use whyslow_ingest::run::{IngestError, IngestOptions};
+    use whyslow_ingest::time::{now_ns, parse_cli_time};
+
+    let format = a.format.parse().map_err(|e: whyslow_ingest::decode::UnknownFormat| UsageError(e.to_string()))?;
+    let now = now_ns();
+    let time = |flag: &str, v: Option<String>| {
+        v.map(|s| parse_cli_time(&s, now).map_err(|e| UsageError(format!("--{flag}: {e} (expected RFC 3339 or relative like -2h)"))))
+            .transpose()
+    };
+    let mut opts = IngestOptions::new(store, a.paths, format);
+    opts.hints = Hints {
+        path: None,
+        node: a.node,
+        namespace: a.namespace,
+        pod: a.pod,
+        cluster: a.cluster,
+        default_time_ns: time("time", a.time)?,
+        boot_time_ns: time("boot-time", a.boot_time)?,
+    };
+    opts.progress = !a.no_progress && std::io::stderr().is_terminal();
+    let summary = whyslow_ingest::run::ingest(&opts).map_err(|e| match e {
+        IngestError::Unsupported(_) => anyhow::Error::new(UsageError(e.to_string())),
+        e => anyhow::Error::new(e),
+    })?;
+    print!("{}", summary.render());
+    for f in &summary.failures {
+        eprintln!("whyslow: {f}.");
+    }
+    match summary.failures.len() {
+        0 => Ok(()),
+        n => anyhow::bail!("{n} input(s) could not be read; the others were ingested"),
     }
 }
 
