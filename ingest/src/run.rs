@@ -21,7 +21,13 @@ use arrow::array::RecordBatch;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use whyslow_schemas::Table;
 
+use crate::decode::auto::AutoDecoder;
+use crate::decode::container_log::ContainerLogDecoder;
 use crate::decode::envelope::EnvelopeDecoder;
+use crate::decode::k8s::K8sDecoder;
+use crate::decode::kmsg::KmsgDecoder;
+use crate::decode::prometheus::PrometheusDecoder;
+use crate::decode::slurm::SlurmDecoder;
 use crate::decode::{Decoder, Format, Framing, Hints, MAX_RECORD_BYTES, Origin, Output};
 use crate::source::{self, HARD_CAP_BYTES, Input, LineReader, SourceError};
 use crate::store::{CommitStats, StoreError, StoreWriter};
@@ -77,16 +83,20 @@ pub enum IngestError {
 
 /// The decoder for `format`. Each decoder module adds its arm here.
 pub fn decoder_for(format: Format) -> Result<Box<dyn Decoder>, IngestError> {
-    match format {
-        Format::Envelope => Ok(Box::new(EnvelopeDecoder::new())),
-        Format::K8s => Ok(Box::new(crate::decode::k8s::K8sDecoder::new())),
-        Format::ContainerLog => Ok(Box::new(crate::decode::container_log::ContainerLogDecoder::new())),
-        Format::Slurm => Ok(Box::new(crate::decode::slurm::SlurmDecoder::new())),
-        // Per record; a file's format is best told from its head first (`auto::detect`).
-        Format::Auto => Ok(Box::new(crate::decode::auto::AutoDecoder::new(|f| decoder_for(f).ok()))),
-        Format::Prometheus => Ok(Box::new(crate::decode::prometheus::PrometheusDecoder::new())),
-        Format::Kmsg => Ok(Box::new(crate::decode::kmsg::KmsgDecoder::new())),
-    }
+    Ok(match format {
+        // Detected from content, per file and per record; the formats it finds are read
+        // by the decoders below.
+        Format::Auto => Box::new(AutoDecoder::new(|f| match f {
+            Format::Auto => None,
+            f => decoder_for(f).ok(),
+        })),
+        Format::Envelope => Box::new(EnvelopeDecoder::new()),
+        Format::K8s => Box::new(K8sDecoder::new()),
+        Format::Prometheus => Box::new(PrometheusDecoder::new()),
+        Format::Kmsg => Box::new(KmsgDecoder::new()),
+        Format::ContainerLog => Box::new(ContainerLogDecoder::new()),
+        Format::Slurm => Box::new(SlurmDecoder::new()),
+    })
 }
 
 /// Where the runner puts rows: the store, or anything that behaves like it in tests.
