@@ -639,10 +639,11 @@ impl ContainerLogDecoder {
     fn flush(&mut self, hints: &Hints, out: &mut Output) -> u64 {
         let mut emitted = 0;
         let streams = std::mem::take(&mut self.streams);
-        for state in streams.into_values() {
-            let Some(mut open) = state.traceback else {
-                continue;
-            };
+        // In the order the exceptions were written, whatever order the streams are kept in.
+        let mut open: Vec<OpenTraceback> =
+            streams.into_values().filter_map(|s| s.traceback).collect();
+        open.sort_by_key(|o| o.traceback.exception_time().flatten().map(|t| t.ns));
+        for mut open in open {
             let (Some(ev), Some(t)) = (
                 open.traceback.take_event(),
                 open.traceback.exception_time().flatten(),

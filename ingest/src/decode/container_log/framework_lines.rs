@@ -176,13 +176,13 @@ pub fn step_from_checkpoint_path(path: &str) -> Option<i64> {
     None
 }
 
-/// `… in 12.34 seconds.` at the end of a line.
-fn seconds_at_end(l: &str) -> Option<f64> {
+/// `… in 12.34 seconds.` at the end of a line: the number as written.
+fn seconds_at_end(l: &str) -> Option<&str> {
     let head = l
         .trim_end()
         .trim_end_matches('.')
         .strip_suffix(" seconds")?;
-    head.rsplit(' ').next().and_then(|n| n.parse().ok())
+    head.rsplit(' ').next().filter(|n| n.parse::<f64>().is_ok())
 }
 
 fn checkpoint(
