@@ -146,7 +146,9 @@ async fn interactive(
                 let _ = editor.add_history_entry(trimmed);
                 let sql = match meta.split_whitespace().collect::<Vec<_>>().as_slice() {
                     ["q"] => break,
-                    ["d"] => "SHOW TABLES".to_string(),
+                    ["d"] => "SELECT table_name, table_type FROM information_schema.tables \
+                              WHERE table_schema = 'public' ORDER BY table_name"
+                        .to_string(),
                     ["d", name] => format!("DESCRIBE {name}"),
                     _ => {
                         eprintln!("{HELP}");

@@ -1,5 +1,6 @@
 //! Runs every `queries/slt/*.slt` file against a session over a fresh store holding the
-//! fixture of `tests/fixture`, through the same read-only path as `whyslow sql`.
+//! fixture of `tests/fixture`, through the same read-only path as `whyslow sql`: the
+//! session has the tables and the views of `queries/sql/views` and `queries/sql/state`.
 //!
 //! `cargo test -p whyslow-queries --test slt [-- NAME...] [-- --complete]`: NAME filters
 //! files by substring; `--complete` rewrites the expected results in place.
