@@ -5,14 +5,11 @@
 //! statistics prune scans: `metrics` by (metric, node, device, series, time), `events` by
 //! time, `dead_letters` by ingest time, `slowdowns` by start, `causes` by (slowdown, rank).
 
-use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::fs::File;
 use std::path::Path;
 
-use arrow::array::{
-    Array, Int32Array, RecordBatch, StringArray, TimestampNanosecondArray, UInt32Array,
-};
-use arrow::compute::take_record_batch;
+use arrow::array::{Array, Int32Array, RecordBatch, StringArray, TimestampNanosecondArray};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
@@ -85,85 +82,123 @@ pub fn writer_properties(table: Table) -> WriterProperties {
     b.build()
 }
 
-fn strs<'a>(b: &'a RecordBatch, name: &str) -> Option<&'a StringArray> {
-    b.column_by_name(name)?
-        .as_any()
-        .downcast_ref::<StringArray>()
+/// The position of a row in storage order; compared as a tuple.
+pub type SortKey = (u64, u64, u64, u64);
+
+/// Maps an `i64` to a `u64` with the same order.
+fn ordered(v: i64) -> u64 {
+    (v as u64) ^ (1 << 63)
 }
 
-fn opt(a: &StringArray, i: usize) -> Option<&str> {
-    a.is_valid(i).then(|| a.value(i))
-}
-
-fn cmp_str(a: Option<&StringArray>, x: usize, y: usize) -> Ordering {
-    match a {
-        Some(a) => opt(a, x).cmp(&opt(a, y)),
-        None => Ordering::Equal,
+/// For one string column over all `batches`: each row's rank among the column's distinct
+/// values (0 = null), so that rows sort by comparing integers instead of strings.
+fn string_ranks(batches: &[RecordBatch], name: &str) -> Vec<Vec<u32>> {
+    let mut ids: HashMap<&str, u32> = HashMap::new();
+    let mut out: Vec<Vec<u32>> = Vec::with_capacity(batches.len());
+    for b in batches {
+        let Some(a) = b
+            .column_by_name(name)
+            .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+        else {
+            out.push(vec![0; b.num_rows()]);
+            continue;
+        };
+        let mut col = Vec::with_capacity(a.len());
+        let mut last: Option<(&str, u32)> = None;
+        for i in 0..a.len() {
+            if a.is_null(i) {
+                col.push(u32::MAX);
+                continue;
+            }
+            let v = a.value(i);
+            let id = match last {
+                Some((lv, id)) if lv == v => id,
+                _ => {
+                    let next = ids.len() as u32;
+                    *ids.entry(v).or_insert(next)
+                }
+            };
+            last = Some((v, id));
+            col.push(id);
+        }
+        out.push(col);
     }
+    let mut distinct: Vec<(&str, u32)> = ids.into_iter().collect();
+    distinct.sort_unstable();
+    let mut rank_of = vec![0u32; distinct.len()];
+    for (rank, (_, id)) in distinct.iter().enumerate() {
+        rank_of[*id as usize] = rank as u32 + 1;
+    }
+    for col in &mut out {
+        for v in col.iter_mut() {
+            *v = if *v == u32::MAX {
+                0
+            } else {
+                rank_of[*v as usize]
+            };
+        }
+    }
+    out
 }
 
-/// The storage order of `batch` (rows of `table` whose keys are `keys`).
-fn order(table: Table, batch: &RecordBatch, keys: &[Key]) -> Vec<u32> {
-    let mut idx: Vec<u32> = (0..batch.num_rows() as u32).collect();
-    let by_key = |x: usize, y: usize| keys[x].cmp(&keys[y]);
+/// The storage-order sort key of every row of `batches` (rows of `table` whose keys are
+/// `keys`, batch by batch); keys are part of it, so no two distinct rows tie.
+pub fn sort_keys(table: Table, batches: &[RecordBatch], keys: &[Vec<Key>]) -> Vec<Vec<SortKey>> {
     match table {
         Table::Metrics => {
-            let (metric, node, device) = (
-                strs(batch, "metric"),
-                strs(batch, "node"),
-                strs(batch, "device"),
-            );
-            idx.sort_unstable_by(|&x, &y| {
-                let (x, y) = (x as usize, y as usize);
-                cmp_str(metric, x, y)
-                    .then_with(|| cmp_str(node, x, y))
-                    .then_with(|| cmp_str(device, x, y))
-                    .then_with(|| keys[x].hash.cmp(&keys[y].hash))
-                    .then_with(|| keys[x].lead.cmp(&keys[y].lead))
-            });
+            let metric = string_ranks(batches, "metric");
+            let node = string_ranks(batches, "node");
+            let device = string_ranks(batches, "device");
+            (0..batches.len())
+                .map(|b| {
+                    (0..batches[b].num_rows())
+                        .map(|r| {
+                            let k = keys[b][r];
+                            let a = (u64::from(metric[b][r]) << 32) | u64::from(node[b][r]);
+                            (a, u64::from(device[b][r]), k.hash, ordered(k.lead))
+                        })
+                        .collect()
+                })
+                .collect()
         }
         Table::Causes => {
-            let id = strs(batch, "slowdown_id");
-            let rank = batch
-                .column_by_name("rank")
-                .and_then(|c| c.as_any().downcast_ref::<Int32Array>());
-            idx.sort_unstable_by(|&x, &y| {
-                let (x, y) = (x as usize, y as usize);
-                cmp_str(id, x, y)
-                    .then_with(|| match rank {
-                        Some(r) => r.value(x).cmp(&r.value(y)),
-                        None => Ordering::Equal,
+            let id = string_ranks(batches, "slowdown_id");
+            (0..batches.len())
+                .map(|b| {
+                    let rank = batches[b]
+                        .column_by_name("rank")
+                        .and_then(|c| c.as_any().downcast_ref::<Int32Array>());
+                    (0..batches[b].num_rows())
+                        .map(|r| {
+                            let k = keys[b][r];
+                            let rk = rank.map_or(0, |a| (a.value(r) as u32) ^ (1 << 31));
+                            let a = (u64::from(id[b][r]) << 32) | u64::from(rk);
+                            (a, ordered(k.lead), k.hash, 0)
+                        })
+                        .collect()
+                })
+                .collect()
+        }
+        _ => (0..batches.len())
+            .map(|b| {
+                let t = table
+                    .time_column()
+                    .and_then(|c| batches[b].column_by_name(c))
+                    .and_then(|c| c.as_any().downcast_ref::<TimestampNanosecondArray>());
+                (0..batches[b].num_rows())
+                    .map(|r| {
+                        let k = keys[b][r];
+                        (
+                            t.map_or(0, |t| ordered(t.value(r))),
+                            ordered(k.lead),
+                            k.hash,
+                            0,
+                        )
                     })
-                    .then_with(|| by_key(x, y))
-            });
-        }
-        _ => {
-            let t = table
-                .time_column()
-                .and_then(|c| batch.column_by_name(c))
-                .and_then(|c| c.as_any().downcast_ref::<TimestampNanosecondArray>());
-            idx.sort_unstable_by(|&x, &y| {
-                let (x, y) = (x as usize, y as usize);
-                let by_time = t.map_or(Ordering::Equal, |t| t.value(x).cmp(&t.value(y)));
-                by_time.then_with(|| by_key(x, y))
-            });
-        }
+                    .collect()
+            })
+            .collect(),
     }
-    idx
-}
-
-/// Reorders `batch` into the table's storage order.
-pub fn sort_for_storage(
-    table: Table,
-    batch: &RecordBatch,
-    keys: &[Key],
-    path: &Path,
-) -> Result<RecordBatch, StoreError> {
-    let idx = UInt32Array::from(order(table, batch, keys));
-    take_record_batch(batch, &idx).map_err(|source| StoreError::Arrow {
-        path: path.to_path_buf(),
-        source,
-    })
 }
 
 /// Writes `batch` as a Parquet file at `path` (fsync'd); returns the file size.
@@ -195,7 +230,7 @@ pub fn read_parquet(path: &Path) -> Result<Vec<RecordBatch>, StoreError> {
     let file = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
     let reader = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(pq)?
-        .with_batch_size(64 * 1024)
+        .with_batch_size(256 * 1024)
         .build()
         .map_err(pq)?;
     reader

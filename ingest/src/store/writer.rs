@@ -7,8 +7,8 @@ use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use arrow::array::{RecordBatch, UInt32Array};
-use arrow::compute::{concat_batches, take_record_batch};
+use arrow::array::RecordBatch;
+use arrow::compute::interleave_record_batch;
 use whyslow_schemas::Table;
 
 use super::keys::{self, Key};
@@ -332,67 +332,69 @@ impl StoreWriter {
     ) -> Result<TableCommit, StoreError> {
         let root = self.store.root.clone();
         let mut tc = TableCommit::default();
-        let batch =
-            concat_batches(&table.schema(), batches).map_err(|source| StoreError::Arrow {
+        let mut row_keys = Vec::with_capacity(batches.len());
+        for b in batches {
+            row_keys.push(keys::row_keys(table, b).map_err(|m| StoreError::Schema {
                 path: root.clone(),
-                source,
-            })?;
-        let n = batch.num_rows();
+                table,
+                detail: format!("column {} missing or of another type", m.0),
+            })?);
+        }
+        let n: usize = batches.iter().map(RecordBatch::num_rows).sum();
         if n == 0 {
             return Ok(tc);
         }
-        let row_keys = keys::row_keys(table, &batch).map_err(|m| StoreError::Schema {
-            path: root.clone(),
-            table,
-            detail: format!("column {} missing or of another type", m.0),
-        })?;
-        // Sorted by (key, position): the first occurrence of a key is kept.
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        order.sort_unstable_by_key(|&i| (row_keys[i as usize], i));
-        let mut uniq_rows: Vec<u32> = Vec::with_capacity(n);
-        let mut uniq_keys: Vec<Key> = Vec::with_capacity(n);
-        for i in order {
-            let k = row_keys[i as usize];
-            if uniq_keys.last() != Some(&k) {
-                uniq_rows.push(i);
-                uniq_keys.push(k);
-            }
+        // Sorted by (key, batch, row): dedup keeps the first occurrence of a key.
+        let mut rows: Vec<(Key, u32, u32)> = Vec::with_capacity(n);
+        for (b, ks) in row_keys.iter().enumerate() {
+            rows.extend(ks.iter().enumerate().map(|(r, &k)| (k, b as u32, r as u32)));
         }
-        drop(row_keys);
-        let mut dup = vec![false; uniq_keys.len()];
-        if against_store && let (Some(first), Some(last)) = (uniq_keys.first(), uniq_keys.last()) {
+        rows.sort_unstable();
+        rows.dedup_by_key(|x| x.0);
+        let mut dup = vec![false; rows.len()];
+        if against_store {
+            let uniq: Vec<Key> = rows.iter().map(|x| x.0).collect();
+            let (first, last) = (uniq[0], uniq[uniq.len() - 1]);
             for seg in self.store.state.segments_of(table) {
                 if seg.key_max < first.lead || seg.key_min > last.lead {
                     continue;
                 }
                 let mut kf = sidecar::KeysFile::open(&root.join(&seg.keys_path))?;
-                kf.probe(&uniq_keys, &mut dup)?;
+                kf.probe(&uniq, &mut dup)?;
             }
         }
-        let times = keys::time_values(table, &batch).ok().flatten();
         // Survivors grouped by UTC day of the time column, each group still in key order.
-        let mut groups: BTreeMap<Option<i64>, (Vec<u32>, Vec<Key>)> = BTreeMap::new();
-        for ((row, key), d) in uniq_rows.into_iter().zip(uniq_keys).zip(dup) {
-            if d {
-                continue;
+        let times: Vec<Option<&[i64]>> = batches
+            .iter()
+            .map(|b| keys::time_values(table, b).ok().flatten())
+            .collect();
+        let mut groups: BTreeMap<Option<i64>, Vec<(Key, u32, u32)>> = BTreeMap::new();
+        for (row, d) in rows.into_iter().zip(dup) {
+            if !d {
+                let day = times[row.1 as usize].map(|t| segment::day_of(t[row.2 as usize]));
+                groups.entry(day).or_default().push(row);
             }
-            let day = times.map(|t| segment::day_of(t[row as usize]));
-            let g = groups.entry(day).or_default();
-            g.0.push(row);
-            g.1.push(key);
         }
+        let sort_keys = segment::sort_keys(table, batches, &row_keys);
+        drop(row_keys);
+        let refs: Vec<&RecordBatch> = batches.iter().collect();
         let max_rows = self.options.target_segment_rows.max(1) as usize;
-        for (day, (rows, keys)) in groups {
-            for (rows, keys) in rows.chunks(max_rows).zip(keys.chunks(max_rows)) {
-                let part = take_record_batch(&batch, &UInt32Array::from(rows.to_vec())).map_err(
-                    |source| StoreError::Arrow {
+        for (day, group) in groups {
+            for chunk in group.chunks(max_rows) {
+                let seg_keys: Vec<Key> = chunk.iter().map(|x| x.0).collect();
+                let mut order: Vec<(segment::SortKey, usize, usize)> = chunk
+                    .iter()
+                    .map(|&(_, b, r)| (sort_keys[b as usize][r as usize], b as usize, r as usize))
+                    .collect();
+                order.sort_unstable_by_key(|x| x.0);
+                let idx: Vec<(usize, usize)> = order.into_iter().map(|(_, b, r)| (b, r)).collect();
+                let part =
+                    interleave_record_batch(&refs, &idx).map_err(|source| StoreError::Arrow {
                         path: root.clone(),
                         source,
-                    },
-                )?;
-                let (seg, written) =
-                    self.write_segment(table, day, &part, keys, entry.version, files)?;
-                tc.written += written;
+                    })?;
+                let seg = self.write_segment(table, day, &part, &seg_keys, entry.version, files)?;
+                tc.written += seg.rows;
                 tc.segments += 1;
                 tc.bytes += seg.bytes;
                 tc.key_bytes += seg.keys_bytes;
@@ -403,8 +405,8 @@ impl StoreWriter {
         Ok(tc)
     }
 
-    /// Writes one segment (rows `part`, whose keys in row order are `keys`, sorted) into
-    /// its partition directory; the caller makes it visible with a log entry.
+    /// Writes one segment (rows `part` in storage order; `keys` their keys, sorted) into its
+    /// partition directory; the caller makes it visible with a log entry.
     fn write_segment(
         &mut self,
         table: Table,
@@ -413,7 +415,7 @@ impl StoreWriter {
         keys: &[Key],
         version: u64,
         files: &mut Vec<PathBuf>,
-    ) -> Result<(SegmentEntry, u64), StoreError> {
+    ) -> Result<SegmentEntry, StoreError> {
         let root = self.store.root.clone();
         self.seq += 1;
         let name = format!("{version:010}-{:05}-{:016x}", self.seq, self.nonce);
@@ -428,10 +430,9 @@ impl StoreWriter {
         let tmp_keys = tmp_dir.join(format!("{name}.keys"));
         files.push(tmp_pq.clone());
         files.push(tmp_keys.clone());
-        let sorted = segment::sort_for_storage(table, part, keys, &tmp_pq)?;
-        let bytes = segment::write_parquet(table, &sorted, &tmp_pq)?;
+        let bytes = segment::write_parquet(table, part, &tmp_pq)?;
         let keys_bytes = sidecar::write(&tmp_keys, keys)?;
-        let (min_time_ns, max_time_ns) = match keys::time_values(table, &sorted).ok().flatten() {
+        let (min_time_ns, max_time_ns) = match keys::time_values(table, part).ok().flatten() {
             Some(t) => (t.iter().min().copied(), t.iter().max().copied()),
             None => (None, None),
         };
@@ -443,21 +444,19 @@ impl StoreWriter {
             files.push(to.clone());
             fsio::rename_durable(tmp, &to)?;
         }
-        let rows = part.num_rows() as u64;
-        let seg = SegmentEntry {
+        Ok(SegmentEntry {
             table: table.name().to_string(),
             path: rel_pq,
             keys_path: rel_keys,
             partition,
-            rows,
+            rows: part.num_rows() as u64,
             bytes,
             keys_bytes,
             min_time_ns,
             max_time_ns,
             key_min: keys.first().map_or(0, |k| k.lead),
             key_max: keys.last().map_or(0, |k| k.lead),
-        };
-        Ok((seg, rows))
+        })
     }
 
     /// Merges small segments of partitions that hold at least `min_count` of them.
@@ -496,9 +495,10 @@ impl StoreWriter {
         let mut files = Vec::new();
         let merged = (|| {
             for (table, bin) in &bins {
-                stats.rows += self.merge(*table, bin, &mut entry, &mut files)?;
+                let (rows, added) = self.merge(*table, bin, &mut entry, &mut files)?;
+                stats.rows += rows;
                 stats.segments_removed += bin.len();
-                stats.segments_added += 1;
+                stats.segments_added += added;
             }
             Ok::<(), StoreError>(())
         })();
@@ -511,45 +511,23 @@ impl StoreWriter {
         Ok(stats)
     }
 
-    /// Rewrites the segments of `bin` (one table and partition) as one; returns its rows.
+    /// Rewrites the segments of `bin` (one table and partition) as one (or more, if larger
+    /// than the target size); returns the rows written and the segments added.
     fn merge(
         &mut self,
         table: Table,
         bin: &[SegmentEntry],
         entry: &mut Entry,
         files: &mut Vec<PathBuf>,
-    ) -> Result<u64, StoreError> {
+    ) -> Result<(u64, usize), StoreError> {
         let root = self.store.root.clone();
         let mut batches = Vec::new();
         for s in bin {
             batches.extend(segment::read_parquet(&root.join(&s.path))?);
         }
-        let batch =
-            concat_batches(&table.schema(), &batches).map_err(|source| StoreError::Arrow {
-                path: root.join(&bin[0].path),
-                source,
-            })?;
-        drop(batches);
-        let row_keys = keys::row_keys(table, &batch).map_err(|m| StoreError::Corrupt {
-            what: "segment",
-            path: root.join(&bin[0].path),
-            detail: format!("column {} missing or of another type", m.0),
-        })?;
-        let mut order: Vec<u32> = (0..batch.num_rows() as u32).collect();
-        order.sort_unstable_by_key(|&i| (row_keys[i as usize], i));
-        order.dedup_by_key(|i| row_keys[*i as usize]);
-        let keys: Vec<Key> = order.iter().map(|&i| row_keys[i as usize]).collect();
-        let part = take_record_batch(&batch, &UInt32Array::from(order)).map_err(|source| {
-            StoreError::Arrow {
-                path: root.join(&bin[0].path),
-                source,
-            }
-        })?;
-        let day = bin[0].min_time_ns.map(segment::day_of);
-        let (seg, rows) = self.write_segment(table, day, &part, &keys, entry.version, files)?;
-        entry.add.push(seg);
+        let tc = self.stage(table, &batches, false, entry, files)?;
         entry.remove.extend(bin.iter().map(|s| s.path.clone()));
-        Ok(rows)
+        Ok((tc.written, tc.segments))
     }
 
     /// Deletes what a crashed writer left: temp files and segment files that no log entry
