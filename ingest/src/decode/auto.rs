@@ -95,24 +95,21 @@ fn is_metric_name(s: &str) -> bool {
         && b.all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b':')
 }
 
-/// `name{labels} value [timestamp]` or `name value [timestamp]`.
+/// `name{labels} value [timestamp]`.
 fn is_prometheus_sample(l: &str) -> bool {
     let (name, rest) = match l.find(['{', ' ']) {
         Some(i) => (&l[..i], &l[i..]),
         None => return false,
     };
-    // Without labels, only a snake_case name: `Epoch 1` in a training log is no sample.
-    if !is_metric_name(name) || !(rest.starts_with('{') || name.contains('_')) {
+    // Without labels a line is no sign (`Epoch 1`, `train_loss 0.5` in a training log):
+    // scrapes say what they are with `# HELP`/`# TYPE` or label sets.
+    if !is_metric_name(name) || !rest.starts_with('{') {
         return false;
     }
-    let rest = if rest.starts_with('{') {
-        match rest.rfind('}') {
-            Some(i) => &rest[i + 1..],
-            None => return false,
-        }
-    } else {
-        rest
+    let Some(close) = rest.rfind('}') else {
+        return false;
     };
+    let rest = &rest[close + 1..];
     let mut parts = rest.split_whitespace();
     let value_ok = parts
         .next()
