@@ -162,11 +162,46 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                 .map_err(|e| if e.is_usage() { UsageError(e.to_string()).into() } else { anyhow::Error::new(e) })
         }
         Command::Ingest(args) => ingest(store, args),
-        Command::Stream(_) | Command::Report(_) | Command::Demo | Command::Replay => {
+        Command::Report(args) => report(store, args),
+        Command::Demo => {
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            runtime.block_on(whyslow_analyzers::command::run_demo(&mut std::io::stdout().lock()))?;
+            Ok(())
+        }
+        Command::Stream(_) | Command::Replay => {
             let _ = store;
             anyhow::bail!("this command is not built yet")
         }
     }
+}
+
+/// `whyslow report`: analyzes the store (or the selection) and prints or writes the report.
+fn report(store: PathBuf, args: ReportArgs) -> Result<()> {
+    use whyslow_analyzers::command::{ReportRequest, run_report};
+    let bad = |e: &dyn std::fmt::Display| anyhow::Error::new(UsageError(e.to_string()));
+    let now = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
+    let time = |t: &Option<String>| -> Result<Option<i64>> {
+        t.as_deref().map(|t| whyslow_ingest::time::parse_cli_time(t, now).map_err(|e| bad(&e))).transpose()
+    };
+    let selection = whyslow_analyzers::Selection {
+        namespace: args.namespace,
+        workload: args.workload,
+        run_id: args.run,
+        from_ns: time(&args.from)?,
+        to_ns: time(&args.to)?,
+    };
+    // The derived tables hold the analysis of the whole store, never of a selection.
+    let persist = selection == whyslow_analyzers::Selection::default();
+    let req = ReportRequest {
+        store,
+        selection,
+        format: args.format.parse().map_err(|e| bad(&e))?,
+        output: args.output,
+        persist,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(run_report(&req))?;
+    Ok(())
 }
 
 /// `whyslow ingest`: prints the summary; inputs that could not be read are named on

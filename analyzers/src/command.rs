@@ -1,0 +1,139 @@
+//! The `whyslow report` and `whyslow demo` commands as library calls: the binary only
+//! parses flags and hands them here.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use chrono::Utc;
+use datafusion::prelude::SessionContext;
+
+use crate::analyze::{Analysis, Selection, analyze};
+use crate::report::{self, Format, Report};
+use crate::symptoms::DetectorConfig;
+use crate::{AnalyzeError, Result};
+
+/// What `whyslow report` was asked for.
+#[derive(Debug, Clone)]
+pub struct ReportRequest {
+    pub store: PathBuf,
+    pub selection: Selection,
+    pub format: Format,
+    /// Write here instead of stdout.
+    pub output: Option<PathBuf>,
+    /// Replace the store's `slowdowns` and `causes` with the result.
+    pub persist: bool,
+}
+
+async fn open(store: &Path) -> Result<SessionContext> {
+    whyslow_queries::open_session(store)
+        .await
+        .map_err(|e| AnalyzeError::Store {
+            path: store.display().to_string(),
+            detail: e.to_string(),
+        })
+}
+
+/// Analyzes a store and builds its report (and the analysis, for the HTML timelines).
+pub async fn analyze_store(store: &Path, selection: &Selection) -> Result<(Report, Analysis)> {
+    let ctx = open(store).await?;
+    let a = analyze(&ctx, selection, &DetectorConfig::default()).await?;
+    let r = report::build::build(&a, &store.display().to_string(), Utc::now());
+    Ok((r, a))
+}
+
+/// `whyslow report`.
+pub async fn run_report(req: &ReportRequest) -> Result<()> {
+    if !req.store.exists() {
+        return Err(AnalyzeError::Store {
+            path: req.store.display().to_string(),
+            detail: "no store here (run whyslow ingest first)".into(),
+        });
+    }
+    let (r, a) = analyze_store(&req.store, &req.selection).await?;
+    if req.persist {
+        crate::output::persist(&req.store, &a)?;
+    }
+    let text = report::render(&r, &a, req.format)?;
+    match &req.output {
+        Some(path) => std::fs::write(path, text)?,
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the embedded seed scenario's files under `dir`.
+pub fn write_seed(dir: &Path) -> Result<()> {
+    for (rel, bytes) in whyslow_fixtures::seed_scenario() {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(path, bytes)?;
+    }
+    Ok(())
+}
+
+/// Ingests every file under `input` into the store at `store` (format detected per file).
+pub fn ingest_dir(input: &Path, store: &Path) -> Result<()> {
+    use whyslow_ingest::run::{IngestOptions, ingest};
+    // The answer key is not an input.
+    let mut paths = Vec::new();
+    for entry in std::fs::read_dir(input)? {
+        let p = entry?.path();
+        if p.file_name()
+            .is_some_and(|n| n == "truth.json" || n == "README.md")
+        {
+            continue;
+        }
+        paths.push(p.display().to_string());
+    }
+    paths.sort();
+    let opts = IngestOptions::new(store, paths, whyslow_ingest::Format::Auto);
+    ingest(&opts).map_err(|e| AnalyzeError::Store {
+        path: store.display().to_string(),
+        detail: e.to_string(),
+    })?;
+    Ok(())
+}
+
+/// `whyslow demo`: the seed scenario ingested into a temporary store, its report as
+/// Markdown on `out`.
+pub async fn run_demo(out: &mut dyn Write) -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let input = tmp.path().join("seed-preemption");
+    let store = tmp.path().join("store");
+    write_seed(&input)?;
+    ingest_dir(&input, &store)?;
+    let (r, _) = analyze_store(&store, &Selection::default()).await?;
+    let mut r = r;
+    r.store = "(temporary store of the bundled seed-preemption scenario)".into();
+    writeln!(out, "{}", headline(&r))?;
+    out.write_all(report::markdown::render(&r).as_bytes())?;
+    Ok(())
+}
+
+/// One paragraph with the verdict of each slowdown, for the top of the demo.
+pub fn headline(r: &Report) -> String {
+    let mut lines = Vec::new();
+    for s in &r.slowdowns {
+        if let Some(c) = s.causes.first() {
+            lines.push(format!(
+                "> {} of {}/{}: **{}** — {} lost. {}",
+                s.kind,
+                s.namespace.as_deref().unwrap_or("-"),
+                s.workload.as_deref().unwrap_or("-"),
+                c.cause,
+                report::markdown::human_seconds(s.lost_seconds),
+                c.summary
+            ));
+        }
+    }
+    if lines.is_empty() {
+        lines.push("> No slowdown found.".into());
+    }
+    lines.join("\n>\n") + "\n"
+}
