@@ -2,9 +2,12 @@
 //!
 //! [`open_session`] gives a DataFusion session whose tables (`events`, `metrics`,
 //! `dead_letters`, `slowdowns`, `causes`) read exactly the committed Parquet segments of a
-//! store, with the views of `queries/sql/views/` registered. [`run_read_only`] runs user
-//! SQL on it with parameters bound and anything but queries refused; [`run_sql`] is the
-//! `whyslow sql` command.
+//! store, with the views of `queries/sql/views/` and `queries/sql/state/` registered.
+//! [`run_read_only`] runs user SQL on it with parameters bound and anything but queries
+//! refused; [`run_sql`] is the `whyslow sql` command. SQL text is parsed with
+//! [`dialect::WhyslowDialect`] (the generic dialect, minus trailing commas in select lists,
+//! so `SELECT node, cluster` parses): use [`session::parse`] or [`register_sql`] rather
+//! than `SessionContext::sql` for SQL that names `cluster` after a comma.
 
 pub mod dialect;
 pub mod embedded;

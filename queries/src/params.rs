@@ -91,14 +91,30 @@ impl Params {
 
     /// The typed values of every placeholder of `plan`.
     pub(crate) fn values_for(&self, plan: &LogicalPlan) -> Result<ParamValues, QueryError> {
+        let mut placeholders: Vec<(String, Option<DataType>)> =
+            plan.get_parameter_types()?.into_iter().collect();
+        placeholders.sort_by(|a, b| a.0.cmp(&b.0));
+        let missing: Vec<&str> = placeholders
+            .iter()
+            .map(|(id, _)| id.trim_start_matches('$'))
+            .filter(|name| !self.0.contains_key(*name))
+            .collect();
+        if !missing.is_empty() {
+            let uses: Vec<String> = missing.iter().map(|n| format!("${n}")).collect();
+            let flags: Vec<String> = missing
+                .iter()
+                .map(|n| format!("--param {n}=VALUE"))
+                .collect();
+            return Err(QueryError::Usage(format!(
+                "the query uses {} but no {} was given",
+                uses.join(", "),
+                flags.join(", ")
+            )));
+        }
         let mut values = HashMap::new();
-        for (id, ty) in plan.get_parameter_types()? {
+        for (id, ty) in &placeholders {
             let name = id.trim_start_matches('$');
-            let Some(raw) = self.0.get(name) else {
-                return Err(QueryError::Usage(format!(
-                    "the query uses {id} but no --param {name}=VALUE was given"
-                )));
-            };
+            let raw = self.0.get(name).map(String::as_str).unwrap_or_default();
             values.insert(name.to_string(), typed_value(name, raw, ty.as_ref())?);
         }
         Ok(ParamValues::from(values))
