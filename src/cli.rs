@@ -150,6 +150,8 @@ pub struct UsageError(pub String);
 pub fn dispatch(cli: Cli) -> Result<()> {
     let store = cli.global.store;
     match cli.command {
+        Command::Ingest(args) => ingest(store, args),
+        Command::Stream(args) => stream(store, args),
         Command::Sql(a) => {
             let cmd = whyslow_queries::SqlCommand {
                 store,
@@ -161,17 +163,13 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             whyslow_queries::run_sql(&cmd, &mut std::io::stdout().lock())
                 .map_err(|e| if e.is_usage() { UsageError(e.to_string()).into() } else { anyhow::Error::new(e) })
         }
-        Command::Ingest(args) => ingest(store, args),
         Command::Report(args) => report(store, args),
         Command::Demo => {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             runtime.block_on(whyslow_analyzers::command::run_demo(&mut std::io::stdout().lock()))?;
             Ok(())
         }
-        Command::Stream(_) | Command::Replay => {
-            let _ = store;
-            anyhow::bail!("this command is not built yet")
-        }
+        Command::Replay => anyhow::bail!("this command is not built yet"),
     }
 }
 
@@ -202,6 +200,49 @@ fn report(store: PathBuf, args: ReportArgs) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(run_report(&req))?;
     Ok(())
+}
+
+fn usage<E: std::fmt::Display>(e: E) -> anyhow::Error {
+    UsageError(e.to_string()).into()
+}
+
+fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
+    use whyslow_ingest::stream::{self, StreamOptions, TopicSpec};
+    let topics = args.topics.iter().map(|t| TopicSpec::parse(t)).collect::<Result<Vec<_>, _>>().map_err(usage)?;
+    let mut opts = StreamOptions::new(store, &args.brokers, &args.group, topics);
+    opts.incidents_topic = args.incidents_topic;
+    opts.flush_interval = stream::parse_duration(&args.flush_interval).map_err(usage)?;
+    opts.max_batch_rows = args.max_batch_rows.max(1);
+    opts.retry_budget = stream::parse_duration(&args.retry_budget).map_err(usage)?;
+    opts.metrics_addr = match args.metrics_addr.as_str() {
+        "" | "off" | "none" => None,
+        a => Some(a.to_string()),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let summary = runtime.block_on(stream::run(
+        opts,
+        |format| whyslow_ingest::run::decoder_for(format).ok(),
+        None,
+        shutdown_signal(),
+    ))?;
+    eprintln!(
+        "whyslow stream: stopped after {} messages ({} redelivered and skipped): {} rows written, {} duplicate rows skipped, {} rejected to dead_letters, {} commits.",
+        summary.messages, summary.redelivered, summary.rows_written, summary.duplicate_rows, summary.rejected, summary.commits
+    );
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        // Without signal handlers the worker still stops on a kill; wait forever here.
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
 }
 
 /// `whyslow ingest`: prints the summary; inputs that could not be read are named on

@@ -4,6 +4,7 @@ pub mod decode;
 pub mod run;
 pub mod source;
 pub mod store;
+pub mod stream;
 pub mod time;
 
 pub use decode::{Counts, Decoder, Format, Framing, Origin, Output};

@@ -1,0 +1,183 @@
+//! A micro-batch: messages decoded into Arrow builders, with the offsets they came from,
+//! until it is flushed to the store.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
+
+use arrow::array::RecordBatch;
+use whyslow_schemas::Table;
+
+use crate::decode::{Decoder, Format, Hints, MAX_RECORD_BYTES, Origin, Output};
+
+/// One Kafka message, borrowed from the consumer.
+#[derive(Debug, Clone, Copy)]
+pub struct Message<'a> {
+    pub topic: &'a str,
+    pub partition: i32,
+    pub offset: i64,
+    pub payload: Option<&'a [u8]>,
+    pub key: Option<&'a [u8]>,
+    /// Kafka timestamp, milliseconds since the epoch, when the message has one.
+    pub timestamp_ms: Option<i64>,
+    /// Headers whose value is UTF-8 (`node`, `format`, `cluster`, …).
+    pub headers: &'a [(&'a str, &'a str)],
+}
+
+/// What happened to one message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accepted {
+    /// Decoded into the batch (as rows, a skip or a rejection).
+    Decoded,
+    /// Already in the store: its offset is below the partition's stored offset.
+    Redelivered,
+}
+
+/// Rows waiting for the next flush, and the offsets they cover.
+pub struct MicroBatch {
+    ingest_time_ns: fn() -> i64,
+    out: Output,
+    decoders: HashMap<(String, Format), Box<dyn Decoder>>,
+    topic_formats: HashMap<String, Format>,
+    make_decoder: fn(Format) -> Option<Box<dyn Decoder>>,
+    /// Next offset to read per (topic, partition) for the messages in this batch.
+    pending: BTreeMap<(String, i32), i64>,
+    bytes: usize,
+    started: Option<Instant>,
+}
+
+/// The flushed contents of a micro-batch.
+pub struct Flushed {
+    pub batches: Vec<(Table, RecordBatch)>,
+    pub offsets: BTreeMap<(String, i32), i64>,
+    pub rejected: u64,
+    pub records: u64,
+}
+
+impl MicroBatch {
+    /// An empty batch; `topic_formats` names each topic's format, `make_decoder` builds
+    /// a decoder for a format (`None` when none exists).
+    pub fn new(
+        topic_formats: HashMap<String, Format>,
+        make_decoder: fn(Format) -> Option<Box<dyn Decoder>>,
+        ingest_time_ns: fn() -> i64,
+    ) -> Self {
+        MicroBatch {
+            out: Output::new(ingest_time_ns()),
+            ingest_time_ns,
+            decoders: HashMap::new(),
+            topic_formats,
+            make_decoder,
+            pending: BTreeMap::new(),
+            bytes: 0,
+            started: None,
+        }
+    }
+
+    /// Decodes one message unless `stored_next` (the store's next offset for its
+    /// partition) shows the store already holds it.
+    pub fn add(&mut self, m: &Message<'_>, stored_next: Option<i64>) -> Accepted {
+        if stored_next.is_some_and(|next| m.offset < next) {
+            return Accepted::Redelivered;
+        }
+        self.started.get_or_insert_with(Instant::now);
+        let header = |name: &str| m.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| *v);
+        let topic_format = self.topic_formats.get(m.topic).copied().unwrap_or(Format::Auto);
+        let format = header("format").and_then(|f| f.parse().ok()).unwrap_or(topic_format);
+        let key = m.key.and_then(|k| std::str::from_utf8(k).ok()).filter(|k| !k.is_empty());
+        let hints = Hints {
+            node: header("node").map(str::to_string).or_else(|| {
+                // Scrape and kernel-log pipelines key their messages by host.
+                matches!(format, Format::Prometheus | Format::Kmsg).then(|| key.map(str::to_string)).flatten()
+            }),
+            cluster: header("cluster").map(str::to_string),
+            namespace: header("namespace").map(str::to_string),
+            pod: header("pod").map(str::to_string),
+            path: header("path").map(str::to_string),
+            default_time_ns: m.timestamp_ms.and_then(|ms| ms.checked_mul(1_000_000)),
+            boot_time_ns: None,
+        };
+        let origin = Origin::Kafka { topic: m.topic, partition: m.partition, offset: m.offset };
+        let payload = m.payload.unwrap_or_default();
+        self.bytes += payload.len();
+        self.pending.insert((m.topic.to_string(), m.partition), m.offset + 1);
+        if m.payload.is_none() {
+            // A tombstone carries nothing to decode.
+            self.out.begin_record();
+            self.out.skip();
+            return Accepted::Decoded;
+        }
+        if payload.len() > MAX_RECORD_BYTES {
+            self.out.begin_record();
+            let why = format!("message of {} bytes exceeds the {} byte limit", payload.len(), MAX_RECORD_BYTES);
+            self.out.reject(&origin, format, &why, payload);
+            return Accepted::Decoded;
+        }
+        let decoder = match self.decoders.entry((m.topic.to_string(), format)) {
+            std::collections::hash_map::Entry::Occupied(e) => Some(e.into_mut()),
+            std::collections::hash_map::Entry::Vacant(v) => (self.make_decoder)(format).map(|d| v.insert(d)),
+        };
+        match decoder {
+            Some(d) => d.decode(payload, &origin, &hints, &mut self.out),
+            None => {
+                self.out.begin_record();
+                let why = format!("no decoder for format {format}");
+                self.out.reject(&origin, format, &why, payload);
+            }
+        }
+        Accepted::Decoded
+    }
+
+    /// Rows waiting in the builders.
+    pub fn rows(&self) -> usize {
+        self.out.pending_rows()
+    }
+
+    /// Records rejected to dead letters since the last flush.
+    pub fn rejected(&self) -> u64 {
+        self.out.counts.rejected
+    }
+
+    /// Payload bytes decoded since the last flush.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Whether any message arrived since the last flush.
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// How long the oldest message has waited.
+    pub fn age(&self) -> std::time::Duration {
+        self.started.map(|s| s.elapsed()).unwrap_or_default()
+    }
+
+    /// Forgets the partitions of a revoked assignment once they are flushed.
+    pub fn forget_partition(&mut self, topic: &str, partition: i32) {
+        self.pending.remove(&(topic.to_string(), partition));
+    }
+
+    /// Takes the batch's rows and offsets; the batch starts empty again.
+    pub fn take(&mut self) -> Flushed {
+        let mut batches = Vec::new();
+        if !self.out.events.is_empty() {
+            batches.push((Table::Events, self.out.events.finish()));
+        }
+        if !self.out.metrics.is_empty() {
+            batches.push((Table::Metrics, self.out.metrics.finish()));
+        }
+        if !self.out.dead.is_empty() {
+            batches.push((Table::DeadLetters, self.out.dead.finish()));
+        }
+        let counts = self.out.counts;
+        self.out = Output::new((self.ingest_time_ns)());
+        self.bytes = 0;
+        self.started = None;
+        Flushed {
+            batches,
+            offsets: std::mem::take(&mut self.pending),
+            rejected: counts.rejected,
+            records: counts.records,
+        }
+    }
+}

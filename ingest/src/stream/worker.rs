@@ -1,0 +1,429 @@
+//! The consumer-group member: Kafka → micro-batches → store, with offsets committed to
+//! Kafka only after the store segment holding them is committed.
+//!
+//! Delivery: the store records, in the same atomic log entry as the segments, the next
+//! offset of every partition it holds. On assignment the consumer starts each partition
+//! at the store's offset, and any message below it is skipped as redelivered, so a crash
+//! at any moment (before or after either commit) loses nothing and duplicates nothing.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use rdkafka::ClientContext;
+use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, StreamConsumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::{Headers, Message as _};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use rdkafka::types::RDKafkaRespErr;
+use tracing::{error, info, warn};
+
+use super::batch::{Accepted, Message, MicroBatch};
+use super::incidents::{CommitHook, IncidentPublisher};
+use super::options::StreamOptions;
+use super::telemetry::{PartitionLabels, Telemetry, TopicLabels};
+use super::StreamError;
+use crate::decode::{Decoder, Format};
+use crate::store::{KafkaOffset, StoreWriter};
+
+/// What a worker did before it stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StreamSummary {
+    pub messages: u64,
+    pub redelivered: u64,
+    pub rows_written: u64,
+    pub duplicate_rows: u64,
+    pub rejected: u64,
+    pub commits: u64,
+}
+
+/// The state shared by the poll loop and the rebalance callback.
+struct Pipeline {
+    writer: StoreWriter,
+    batch: MicroBatch,
+    stored: BTreeMap<(String, i32), i64>,
+    summary: StreamSummary,
+    telemetry: Arc<Telemetry>,
+    hook: Option<CommitHook>,
+    publisher: Option<IncidentPublisher>,
+}
+
+impl Pipeline {
+    /// Writes the batch to the store (segments and offsets in one commit), then tells
+    /// Kafka. Returns the offsets to commit to Kafka.
+    fn flush(&mut self) -> Result<Option<TopicPartitionList>, StreamError> {
+        if self.batch.is_empty() {
+            return Ok(None);
+        }
+        let started = Instant::now();
+        let flushed = self.batch.take();
+        for (table, batch) in flushed.batches {
+            self.writer.append(table, batch)?;
+        }
+        let offsets: Vec<KafkaOffset> = flushed
+            .offsets
+            .iter()
+            .map(|((topic, partition), next)| KafkaOffset {
+                topic: topic.clone(),
+                partition: *partition,
+                next_offset: *next,
+            })
+            .collect();
+        let stats = self.writer.commit(&offsets)?;
+        let (written, duplicates) = (stats.written(), stats.duplicates());
+        self.summary.rows_written += written;
+        self.summary.duplicate_rows += duplicates;
+        self.summary.rejected += flushed.rejected;
+        self.summary.commits += 1;
+        self.telemetry.written.inc_by(written);
+        self.telemetry.duplicates.inc_by(duplicates);
+        let mut tpl = TopicPartitionList::new();
+        for ((topic, partition), next) in flushed.offsets {
+            self.stored.insert((topic.clone(), partition), next);
+            // Adding a partition with an explicit offset to a fresh list cannot fail.
+            let _ = tpl.add_partition_offset(&topic, partition, Offset::Offset(next));
+        }
+        self.telemetry.observe_batch(started.elapsed());
+        if let Some(hook) = self.hook.as_mut() {
+            let incidents = hook(self.writer.store());
+            if let Some(p) = self.publisher.as_ref() {
+                for i in incidents {
+                    p.publish(&i);
+                }
+            }
+        }
+        Ok(Some(tpl))
+    }
+}
+
+struct WorkerContext {
+    pipeline: Arc<Mutex<Pipeline>>,
+    health: Arc<Mutex<Health>>,
+    /// A flush that failed inside a rebalance callback, reported by the poll loop.
+    failure: Arc<Mutex<Option<StreamError>>>,
+}
+
+#[derive(Debug, Default)]
+struct Health {
+    down_since: Option<Instant>,
+    last_error: Option<String>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A poisoned lock only means another thread panicked while holding it; the data is
+    // still the last consistent state we wrote, so keep going with it.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl ClientContext for WorkerContext {
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, log_message: &str) {
+        match level {
+            RDKafkaLogLevel::Emerg | RDKafkaLogLevel::Alert | RDKafkaLogLevel::Critical | RDKafkaLogLevel::Error => {
+                warn!(facility = fac, "Kafka: {log_message}.")
+            }
+            _ => tracing::debug!(facility = fac, "Kafka: {log_message}."),
+        }
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        let mut h = lock(&self.health);
+        if h.down_since.is_none() {
+            eprintln!("whyslow stream: broker problem, retrying: {reason} ({error}).");
+            h.down_since = Some(Instant::now());
+        }
+        h.last_error = Some(format!("{reason} ({error})"));
+    }
+}
+
+impl ConsumerContext for WorkerContext {
+    fn rebalance(&self, consumer: &BaseConsumer<Self>, err: RDKafkaRespErr, tpl: &mut TopicPartitionList) {
+        match err {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
+                let mut p = lock(&self.pipeline);
+                // Another worker may have committed these partitions since we last looked.
+                let stored = match crate::store::Store::open(p.writer.root()) {
+                    Ok(fresh) => fresh.kafka_offsets(),
+                    Err(e) => {
+                        error!("Could not re-read the store before an assignment: {e}.");
+                        p.stored.clone()
+                    }
+                };
+                for elem in tpl.elements() {
+                    let key = (elem.topic().to_string(), elem.partition());
+                    if let Some(next) = stored.get(&key) {
+                        p.stored.insert(key.clone(), *next);
+                    }
+                }
+                for ((topic, partition), next) in &stored {
+                    if tpl.find_partition(topic, *partition).is_some() {
+                        let _ = tpl.set_partition_offset(topic, *partition, Offset::Offset(*next));
+                    }
+                }
+                info!(partitions = tpl.count(), "Assigned partitions; starting at the store's offsets.");
+                if let Err(e) = consumer.assign(tpl) {
+                    error!("Could not take the assignment: {e}.");
+                }
+            }
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                let mut p = lock(&self.pipeline);
+                match p.flush() {
+                    Ok(Some(offsets)) => {
+                        if let Err(e) = consumer.commit(&offsets, CommitMode::Sync) {
+                            warn!("Could not commit offsets to Kafka on revoke (the store holds them): {e}.");
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(e) => *lock(&self.failure) = Some(e),
+                }
+                for elem in tpl.elements() {
+                    p.batch.forget_partition(elem.topic(), elem.partition());
+                    p.stored.remove(&(elem.topic().to_string(), elem.partition()));
+                }
+                info!(partitions = tpl.count(), "Partitions revoked after a flush.");
+                if let Err(e) = consumer.unassign() {
+                    error!("Could not release the assignment: {e}.");
+                }
+            }
+            other => {
+                error!("Rebalance error: {other:?}.");
+                let _ = consumer.unassign();
+            }
+        }
+    }
+}
+
+/// Runs a worker until `shutdown` resolves (SIGINT/SIGTERM in the binary), then flushes,
+/// commits and returns what it did.
+pub async fn run(
+    opts: StreamOptions,
+    make_decoder: fn(Format) -> Option<Box<dyn Decoder>>,
+    hook: Option<CommitHook>,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<StreamSummary, StreamError> {
+    let telemetry = Telemetry::new();
+    let metrics_server = match &opts.metrics_addr {
+        Some(addr) => Some(
+            super::telemetry::serve(addr, telemetry.clone())
+                .await
+                .map_err(|e| StreamError::MetricsEndpoint { addr: addr.clone(), source: e })?,
+        ),
+        None => None,
+    };
+    let writer = StoreWriter::open(&opts.store)?;
+    let stored = writer.store().kafka_offsets();
+    let topic_formats: HashMap<String, Format> =
+        opts.topics.iter().map(|t| (t.name.clone(), t.format)).collect();
+    let publisher = match &opts.incidents_topic {
+        Some(topic) => Some(IncidentPublisher::new(&opts.brokers, topic, &opts.kafka_config)?),
+        None => None,
+    };
+    let pipeline = Arc::new(Mutex::new(Pipeline {
+        writer,
+        batch: MicroBatch::new(topic_formats, make_decoder, now_ns),
+        stored,
+        summary: StreamSummary::default(),
+        telemetry: telemetry.clone(),
+        hook,
+        publisher,
+    }));
+    let health = Arc::new(Mutex::new(Health::default()));
+    let failure = Arc::new(Mutex::new(None));
+    let context = WorkerContext { pipeline: pipeline.clone(), health: health.clone(), failure: failure.clone() };
+
+    let mut config = ClientConfig::new();
+    config
+        .set("bootstrap.servers", &opts.brokers)
+        .set("group.id", &opts.group)
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("enable.partition.eof", "false")
+        .set("session.timeout.ms", "10000")
+        .set("heartbeat.interval.ms", "1000")
+        .set("max.poll.interval.ms", "300000")
+        .set("reconnect.backoff.ms", "100")
+        .set("reconnect.backoff.max.ms", "5000");
+    for (k, v) in &opts.kafka_config {
+        config.set(k, v);
+    }
+    let consumer: Arc<StreamConsumer<WorkerContext>> =
+        Arc::new(config.create_with_context(context).map_err(StreamError::Kafka)?);
+    let topics: Vec<&str> = opts.topics.iter().map(|t| t.name.as_str()).collect();
+    consumer.subscribe(&topics).map_err(StreamError::Kafka)?;
+    info!(brokers = %opts.brokers, group = %opts.group, ?topics, "Consuming.");
+
+    let lag_task = tokio::spawn(watch_lag(consumer.clone(), pipeline.clone(), health.clone(), telemetry.clone()));
+    let mut ticker = tokio::time::interval(opts.flush_interval.min(Duration::from_millis(250)));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tokio::pin!(shutdown);
+
+    let result = loop {
+        if let Some(e) = lock(&failure).take() {
+            break Err(e);
+        }
+        if let Some(since) = lock(&health).down_since
+            && since.elapsed() > opts.retry_budget
+        {
+            let last = lock(&health).last_error.clone().unwrap_or_default();
+            break Err(StreamError::BrokerUnreachable { brokers: opts.brokers.clone(), budget: opts.retry_budget, last });
+        }
+        tokio::select! {
+            _ = &mut shutdown => {
+                info!("Shutting down: flushing and committing.");
+                break Ok(());
+            }
+            _ = ticker.tick() => {
+                let due = {
+                    let p = lock(&pipeline);
+                    !p.batch.is_empty() && p.batch.age() >= opts.flush_interval
+                };
+                if due && let Err(e) = flush_and_commit(&pipeline, &consumer) {
+                    break Err(e);
+                }
+            }
+            received = consumer.recv() => match received {
+                Ok(msg) => {
+                    lock(&health).down_since = None;
+                    let headers: Vec<(&str, &str)> = msg
+                        .headers()
+                        .map(|h| {
+                            h.iter()
+                                .filter_map(|hd| Some((hd.key, std::str::from_utf8(hd.value?).ok()?)))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    let m = Message {
+                        topic: msg.topic(),
+                        partition: msg.partition(),
+                        offset: msg.offset(),
+                        payload: msg.payload(),
+                        key: msg.key(),
+                        timestamp_ms: msg.timestamp().to_millis(),
+                        headers: &headers,
+                    };
+                    let flush_now = {
+                        let mut p = lock(&pipeline);
+                        let stored = p.stored.get(&(m.topic.to_string(), m.partition)).copied();
+                        let labels = TopicLabels { topic: m.topic.to_string() };
+                        p.telemetry.consumed.get_or_create(&labels).inc();
+                        p.summary.messages += 1;
+                        let rejected_before = p.batch_rejected();
+                        match p.batch.add(&m, stored) {
+                            Accepted::Redelivered => {
+                                p.summary.redelivered += 1;
+                                p.telemetry.redelivered.get_or_create(&labels).inc();
+                            }
+                            Accepted::Decoded => {
+                                let newly = p.batch_rejected() - rejected_before;
+                                if newly > 0 {
+                                    p.telemetry.rejected.get_or_create(&labels).inc_by(newly);
+                                }
+                            }
+                        }
+                        p.batch.rows() >= opts.max_batch_rows || p.batch.bytes() >= opts.max_batch_bytes
+                    };
+                    if flush_now && let Err(e) = flush_and_commit(&pipeline, &consumer) {
+                        break Err(e);
+                    }
+                }
+                Err(e) => {
+                    let mut h = lock(&health);
+                    if h.down_since.is_none() {
+                        eprintln!("whyslow stream: Kafka error, retrying: {e}.");
+                        h.down_since = Some(Instant::now());
+                    }
+                    h.last_error = Some(e.to_string());
+                    drop(h);
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+    };
+    lag_task.abort();
+    // Whatever happened, what is buffered goes to the store before we leave.
+    let final_flush = flush_and_commit(&pipeline, &consumer);
+    consumer.unsubscribe();
+    if let Some(s) = metrics_server {
+        s.abort();
+    }
+    result?;
+    final_flush?;
+    let summary = lock(&pipeline).summary;
+    Ok(summary)
+}
+
+impl Pipeline {
+    fn batch_rejected(&self) -> u64 {
+        self.batch.rejected()
+    }
+}
+
+fn flush_and_commit(
+    pipeline: &Arc<Mutex<Pipeline>>,
+    consumer: &StreamConsumer<WorkerContext>,
+) -> Result<(), StreamError> {
+    let offsets = lock(pipeline).flush()?;
+    if let Some(offsets) = offsets
+        && let Err(e) = consumer.commit(&offsets, CommitMode::Async)
+    {
+        // The store holds the offsets; Kafka's copy only speeds up other consumers.
+        warn!("Could not commit offsets to Kafka (the store holds them): {e}.");
+    }
+    Ok(())
+}
+
+/// Every few seconds: consumer lag per assigned partition (high watermark minus the
+/// store's offset), and whether the broker answers.
+async fn watch_lag(
+    consumer: Arc<StreamConsumer<WorkerContext>>,
+    pipeline: Arc<Mutex<Pipeline>>,
+    health: Arc<Mutex<Health>>,
+    telemetry: Arc<Telemetry>,
+) {
+    loop {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let c = consumer.clone();
+        let stored = lock(&pipeline).stored.clone();
+        let probe = tokio::task::spawn_blocking(move || {
+            let assignment = c.assignment()?;
+            let mut lags = Vec::new();
+            for elem in assignment.elements() {
+                let (_low, high) = c.fetch_watermarks(elem.topic(), elem.partition(), Duration::from_secs(2))?;
+                let committed = stored.get(&(elem.topic().to_string(), elem.partition())).copied().unwrap_or(0);
+                lags.push((elem.topic().to_string(), elem.partition(), (high - committed).max(0)));
+            }
+            if lags.is_empty() {
+                c.fetch_metadata(None, Duration::from_secs(2))?;
+            }
+            Ok::<_, KafkaError>(lags)
+        })
+        .await;
+        match probe {
+            Ok(Ok(lags)) => {
+                let was_down = lock(&health).down_since.take();
+                if was_down.is_some() {
+                    eprintln!("whyslow stream: broker reachable again; resuming.");
+                }
+                telemetry.broker_up.set(1);
+                for (topic, partition, lag) in lags {
+                    telemetry.lag.get_or_create(&PartitionLabels { topic, partition }).set(lag);
+                }
+            }
+            Ok(Err(e)) => {
+                telemetry.broker_up.set(0);
+                let mut h = lock(&health);
+                if h.down_since.is_none() {
+                    eprintln!("whyslow stream: broker not answering, retrying: {e}.");
+                    h.down_since = Some(Instant::now());
+                }
+                h.last_error = Some(e.to_string());
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+fn now_ns() -> i64 {
+    chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
+}

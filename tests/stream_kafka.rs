@@ -1,0 +1,238 @@
+//! `whyslow stream` against a real broker (tansu): exactly-once into the store across
+//! crashes, rebalances, poison messages and broker restarts.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use arrow::array::{Array, StringArray};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use rdkafka::ClientConfig;
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use support::broker::Broker;
+use whyslow_ingest::store::Store;
+use whyslow_schemas::Table;
+
+fn producer(broker: &Broker) -> ThreadedProducer<DefaultProducerContext> {
+    ClientConfig::new()
+        .set("bootstrap.servers", broker.addr())
+        .set("linger.ms", "20")
+        .set("batch.num.messages", "5000")
+        .set("enable.idempotence", "false")
+        .create()
+        .expect("producer")
+}
+
+/// Produces envelope events with ids `{prefix}{i}` for i in `range`, spread over
+/// `partitions` partitions.
+fn produce_events(broker: &Broker, topic: &str, partitions: i32, prefix: &str, range: std::ops::Range<u64>) {
+    let p = producer(broker);
+    for i in range {
+        let payload = format!(
+            r#"{{"time":{},"layer":"framework","source":"sdk","kind":"test_event","id":"{prefix}{i}","workload":"w","attrs":{{"n":"{i}"}}}}"#,
+            1_764_411_302 + i
+        );
+        let partition = (i % partitions as u64) as i32;
+        let key = format!("k{i}");
+        let mut record = BaseRecord::to(topic).partition(partition).key(&key).payload(&payload);
+        loop {
+            match p.send(record) {
+                Ok(()) => break,
+                Err((e, r)) => {
+                    // Queue full: let the background thread deliver, then retry.
+                    assert!(matches!(e.rdkafka_error_code(), Some(rdkafka::types::RDKafkaErrorCode::QueueFull)), "{e}");
+                    record = r;
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        }
+    }
+    p.flush(Duration::from_secs(60)).expect("all messages delivered");
+}
+
+fn produce_raw(broker: &Broker, topic: &str, partition: i32, payloads: &[&[u8]]) {
+    let p = producer(broker);
+    for payload in payloads {
+        p.send(BaseRecord::<(), [u8]>::to(topic).partition(partition).payload(payload)).expect("queued");
+    }
+    p.flush(Duration::from_secs(30)).expect("delivered");
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn start_worker(store: &Path, broker: &Broker, group: &str, topic: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_whyslow"))
+        .args(["--store", store.to_str().unwrap(), "stream", "--brokers", &broker.addr(), "--group", group])
+        .args(["--topic", topic, "--flush-interval", "200ms", "--max-batch-rows", "5000"])
+        .args(["--metrics-addr", &format!("127.0.0.1:{}", free_port()), "--retry-budget", "2m"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start whyslow stream")
+}
+
+fn signal(child: &Child, sig: &str) {
+    let ok = Command::new("kill").args([sig, &child.id().to_string()]).status().expect("kill").success();
+    assert!(ok, "kill {sig} failed");
+}
+
+fn stop_gracefully(mut child: Child) {
+    signal(&child, "-TERM");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "whyslow stream exited with {status} after SIGTERM");
+            return;
+        }
+        assert!(Instant::now() < deadline, "whyslow stream did not stop within 60 s of SIGTERM");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn kill_hard(mut child: Child) {
+    signal(&child, "-KILL");
+    let _ = child.wait();
+}
+
+fn rows(store: &Path, table: Table) -> u64 {
+    Store::open(store).map(|s| s.rows(table)).unwrap_or(0)
+}
+
+fn wait_rows(store: &Path, table: Table, at_least: u64, within: Duration) -> u64 {
+    let deadline = Instant::now() + within;
+    loop {
+        let n = rows(store, table);
+        if n >= at_least {
+            return n;
+        }
+        assert!(Instant::now() < deadline, "store has {n} {table} rows, expected {at_least} within {within:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Every `column` value of a table, in store order.
+fn column(store: &Path, table: Table, name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for seg in Store::open(store).unwrap().segments(table) {
+        let file = std::fs::File::open(&seg.path).unwrap();
+        for batch in ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap() {
+            let batch = batch.unwrap();
+            let col = batch.column_by_name(name).unwrap().as_any().downcast_ref::<StringArray>().unwrap().clone();
+            out.extend((0..col.len()).map(|i| col.value(i).to_string()));
+        }
+    }
+    out
+}
+
+/// Asserts the store holds exactly the ids `{prefix}{i}` for i in `range`, once each.
+fn assert_exactly(store: &Path, prefixes: &[(&str, std::ops::Range<u64>)]) {
+    let ids = column(store, Table::Events, "event_id");
+    let distinct: BTreeSet<&String> = ids.iter().collect();
+    let expected: usize = prefixes.iter().map(|(_, r)| r.clone().count()).sum();
+    assert_eq!(distinct.len(), ids.len(), "duplicate rows in the store");
+    assert_eq!(ids.len(), expected, "row count");
+    for (prefix, range) in prefixes {
+        for i in range.clone() {
+            let id = format!("{prefix}{i}");
+            assert!(distinct.iter().any(|d| d.ends_with(&id)), "missing {id}");
+        }
+    }
+}
+
+#[test]
+fn hundred_thousand_messages_over_four_partitions_exactly_once() {
+    let broker = Broker::start();
+    broker.create_topic("env100k", 4);
+    produce_events(&broker, "env100k", 4, "a-", 0..100_000);
+    let store = tempfile::tempdir().unwrap();
+    let worker = start_worker(store.path(), &broker, "g100k", "env100k=envelope");
+    wait_rows(store.path(), Table::Events, 100_000, Duration::from_secs(300));
+    stop_gracefully(worker);
+    assert_exactly(store.path(), &[("a-", 0..100_000)]);
+    let offsets = Store::open(store.path()).unwrap().kafka_offsets();
+    assert_eq!(offsets.len(), 4);
+    assert_eq!(offsets.values().sum::<i64>(), 100_000);
+}
+
+#[test]
+fn sigkill_mid_stream_then_restart_loses_and_duplicates_nothing() {
+    let broker = Broker::start();
+    broker.create_topic("envkill", 4);
+    produce_events(&broker, "envkill", 4, "k-", 0..60_000);
+    let store = tempfile::tempdir().unwrap();
+    for round in 0..3 {
+        let worker = start_worker(store.path(), &broker, "gkill", "envkill=envelope");
+        let target = 10_000 * (round + 1);
+        wait_rows(store.path(), Table::Events, target, Duration::from_secs(120));
+        kill_hard(worker);
+        // The store must open after every kill.
+        Store::open(store.path()).expect("store opens after SIGKILL");
+    }
+    let worker = start_worker(store.path(), &broker, "gkill", "envkill=envelope");
+    wait_rows(store.path(), Table::Events, 60_000, Duration::from_secs(300));
+    stop_gracefully(worker);
+    assert_exactly(store.path(), &[("k-", 0..60_000)]);
+}
+
+#[test]
+fn two_workers_split_partitions_through_a_rebalance() {
+    let broker = Broker::start();
+    broker.create_topic("envgroup", 4);
+    produce_events(&broker, "envgroup", 4, "g-", 0..20_000);
+    let store = tempfile::tempdir().unwrap();
+    let a = start_worker(store.path(), &broker, "gsplit", "envgroup=envelope");
+    wait_rows(store.path(), Table::Events, 5_000, Duration::from_secs(120));
+    let b = start_worker(store.path(), &broker, "gsplit", "envgroup=envelope");
+    produce_events(&broker, "envgroup", 4, "h-", 0..20_000);
+    let c = start_worker(store.path(), &broker, "gsplit", "envgroup=envelope");
+    produce_events(&broker, "envgroup", 4, "i-", 0..10_000);
+    wait_rows(store.path(), Table::Events, 50_000, Duration::from_secs(300));
+    // One leaves: the others take over its partitions.
+    stop_gracefully(c);
+    produce_events(&broker, "envgroup", 4, "j-", 0..10_000);
+    wait_rows(store.path(), Table::Events, 60_000, Duration::from_secs(300));
+    stop_gracefully(a);
+    stop_gracefully(b);
+    assert_exactly(store.path(), &[("g-", 0..20_000), ("h-", 0..20_000), ("i-", 0..10_000), ("j-", 0..10_000)]);
+}
+
+#[test]
+fn a_poison_message_goes_to_dead_letters_and_the_partition_moves_on() {
+    let broker = Broker::start();
+    broker.create_topic("envpoison", 1);
+    let good = br#"{"time":"2026-11-29T10:00:00Z","kind":"test_event","layer":"framework","source":"sdk","id":"p-1"}"#;
+    let bad = b"{\"time\": not json at all";
+    let good2 = br#"{"time":"2026-11-29T10:00:01Z","kind":"test_event","layer":"framework","source":"sdk","id":"p-2"}"#;
+    produce_raw(&broker, "envpoison", 0, &[good, bad, good2]);
+    let store = tempfile::tempdir().unwrap();
+    let worker = start_worker(store.path(), &broker, "gpoison", "envpoison=envelope");
+    wait_rows(store.path(), Table::Events, 2, Duration::from_secs(60));
+    wait_rows(store.path(), Table::DeadLetters, 1, Duration::from_secs(60));
+    stop_gracefully(worker);
+    let refs = column(store.path(), Table::DeadLetters, "source_ref");
+    assert_eq!(refs, vec!["envpoison/0/1".to_string()]);
+    let errors = column(store.path(), Table::DeadLetters, "error");
+    assert!(!errors[0].is_empty());
+}
+
+#[test]
+fn broker_restart_during_consumption_loses_nothing() {
+    let mut broker = Broker::start();
+    broker.create_topic("envrestart", 2);
+    produce_events(&broker, "envrestart", 2, "r-", 0..20_000);
+    let store = tempfile::tempdir().unwrap();
+    let worker = start_worker(store.path(), &broker, "grestart", "envrestart=envelope");
+    wait_rows(store.path(), Table::Events, 2_000, Duration::from_secs(120));
+    broker.stop();
+    std::thread::sleep(Duration::from_secs(3));
+    broker.restart();
+    produce_events(&broker, "envrestart", 2, "s-", 0..10_000);
+    wait_rows(store.path(), Table::Events, 30_000, Duration::from_secs(300));
+    stop_gracefully(worker);
+    assert_exactly(store.path(), &[("r-", 0..20_000), ("s-", 0..10_000)]);
+}

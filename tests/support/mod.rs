@@ -1,0 +1,3 @@
+//! Shared test support: a real Kafka-compatible broker.
+
+pub mod broker;
