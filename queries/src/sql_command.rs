@@ -101,8 +101,72 @@ fn history_path() -> Option<PathBuf> {
 const HELP: &str = "End a statement with ';' (it may span lines). \\d lists tables and views, \
 \\d NAME describes one, \\q quits. Named queries: whyslow sql -f NAME.";
 
-/// The prompt: statements end with `;`; `\d`, `\d NAME`, `\q`, `\?`; errors are printed
-/// and the prompt goes on.
+/// What a line typed at the prompt asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptInput {
+    /// Nothing yet: the statement goes on (or the line was empty).
+    More,
+    /// Run this SQL (a statement ended by `;`, or what a `\d` command stands for).
+    Run(String),
+    /// Print the help.
+    Help,
+    /// Leave the prompt.
+    Quit,
+}
+
+/// Collects prompt lines into statements: a statement may span lines and ends with a line
+/// ending in `;`. At the start of a statement, `\q` / `quit` / `exit` quit, `\d` lists
+/// the tables and views, `\d NAME` describes one, any other `\` command asks for help.
+#[derive(Debug, Default)]
+pub struct StatementBuffer {
+    text: String,
+}
+
+impl StatementBuffer {
+    /// Whether no statement is in progress.
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+
+    /// Drops the statement in progress (Ctrl-C).
+    pub fn clear(&mut self) {
+        self.text.clear();
+    }
+
+    /// Takes one line.
+    pub fn feed(&mut self, line: &str) -> PromptInput {
+        let trimmed = line.trim();
+        if self.text.is_empty() {
+            if trimmed.is_empty() {
+                return PromptInput::More;
+            }
+            if let Some(meta) = trimmed.strip_prefix('\\') {
+                return match meta.split_whitespace().collect::<Vec<_>>().as_slice() {
+                    ["q"] => PromptInput::Quit,
+                    ["d"] => PromptInput::Run(
+                        "SELECT table_name, table_type FROM information_schema.tables \
+                         WHERE table_schema = 'public' ORDER BY table_name"
+                            .to_string(),
+                    ),
+                    ["d", name] => PromptInput::Run(format!("DESCRIBE {name}")),
+                    _ => PromptInput::Help,
+                };
+            }
+            if matches!(trimmed, "quit" | "exit") {
+                return PromptInput::Quit;
+            }
+        }
+        self.text.push_str(line);
+        self.text.push('\n');
+        if trimmed.ends_with(';') {
+            PromptInput::Run(std::mem::take(&mut self.text))
+        } else {
+            PromptInput::More
+        }
+    }
+}
+
+/// The prompt: see [`StatementBuffer`]; errors are printed and the prompt goes on.
 async fn interactive(
     ctx: &SessionContext,
     params: &Params,
@@ -116,7 +180,7 @@ async fn interactive(
         let _ = editor.load_history(h);
     }
     let stdout = std::io::stdout();
-    let mut buffer = String::new();
+    let mut buffer = StatementBuffer::default();
     loop {
         let prompt = if buffer.is_empty() {
             "whyslow> "
@@ -137,37 +201,20 @@ async fn interactive(
                 ));
             }
         };
-        let trimmed = line.trim();
-        if buffer.is_empty() {
-            if trimmed.is_empty() {
-                continue;
-            }
-            if let Some(meta) = trimmed.strip_prefix('\\') {
-                let _ = editor.add_history_entry(trimmed);
-                let sql = match meta.split_whitespace().collect::<Vec<_>>().as_slice() {
-                    ["q"] => break,
-                    ["d"] => "SELECT table_name, table_type FROM information_schema.tables \
-                              WHERE table_schema = 'public' ORDER BY table_name"
-                        .to_string(),
-                    ["d", name] => format!("DESCRIBE {name}"),
-                    _ => {
-                        eprintln!("{HELP}");
-                        continue;
-                    }
+        match buffer.feed(&line) {
+            PromptInput::More => {}
+            PromptInput::Help => eprintln!("{HELP}"),
+            PromptInput::Quit => break,
+            PromptInput::Run(sql) => {
+                // History keeps what was typed; a `\d` is kept as typed too.
+                let typed = if line.trim().starts_with('\\') {
+                    line.trim()
+                } else {
+                    sql.trim()
                 };
+                let _ = editor.add_history_entry(typed);
                 report(run_and_print(ctx, &sql, params, format, &mut stdout.lock()).await);
-                continue;
             }
-            if matches!(trimmed, "quit" | "exit") {
-                break;
-            }
-        }
-        buffer.push_str(&line);
-        buffer.push('\n');
-        if trimmed.ends_with(';') {
-            let statement = std::mem::take(&mut buffer);
-            let _ = editor.add_history_entry(statement.trim());
-            report(run_and_print(ctx, &statement, params, format, &mut stdout.lock()).await);
         }
     }
     if let Some(h) = &history {
@@ -180,5 +227,52 @@ async fn interactive(
 fn report(r: Result<(), QueryError>) {
     if let Err(e) = r {
         eprintln!("error: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_span_lines_and_end_with_a_semicolon() {
+        let mut b = StatementBuffer::default();
+        assert_eq!(b.feed(""), PromptInput::More);
+        assert_eq!(b.feed("SELECT count(*)"), PromptInput::More);
+        assert!(!b.is_empty());
+        assert_eq!(
+            b.feed("  FROM events;  "),
+            PromptInput::Run("SELECT count(*)\n  FROM events;  \n".into())
+        );
+        assert!(b.is_empty());
+        assert_eq!(b.feed("SELECT 1;"), PromptInput::Run("SELECT 1;\n".into()));
+        // Inside a statement, \q and quit are just text.
+        assert_eq!(b.feed("SELECT"), PromptInput::More);
+        assert_eq!(b.feed("quit"), PromptInput::More);
+        b.clear();
+        assert!(b.is_empty());
+    }
+
+    #[test]
+    fn backslash_commands_at_the_start_of_a_statement() {
+        let mut b = StatementBuffer::default();
+        assert_eq!(b.feed("\\q"), PromptInput::Quit);
+        assert_eq!(b.feed("exit"), PromptInput::Quit);
+        assert_eq!(
+            b.feed("\\d events"),
+            PromptInput::Run("DESCRIBE events".into())
+        );
+        assert!(
+            matches!(b.feed("\\d"), PromptInput::Run(s) if s.contains("information_schema.tables"))
+        );
+        assert_eq!(b.feed("\\?"), PromptInput::Help);
+        assert!(b.is_empty());
+    }
+
+    #[test]
+    fn named_queries_resolve_before_paths() {
+        assert!(resolve_file("node_window").unwrap().contains("$node"));
+        assert!(resolve_file("node_window.sql").unwrap().contains("$node"));
+        assert!(resolve_file("./no/such.sql").unwrap_err().is_usage());
     }
 }
