@@ -86,6 +86,7 @@ fn truncations_and_byte_substitutions_of_real_lines() {
         d.finish(&hints, &mut out);
     }
     assert!(fed > 100_000, "{fed}");
+    eprintln!("{fed} mutated records decoded");
 }
 
 #[test]
@@ -134,4 +135,5 @@ fn random_bytes_and_whole_mutated_scrapes() {
         assert!(out.counts.balances());
     }
     assert_eq!(out.counts.records, fed);
+    eprintln!("{fed} random and mutated records decoded");
 }
