@@ -590,3 +590,23 @@ fn rfc3164_year_comes_from_the_time_hint_when_nothing_else_dates_the_input() {
         "2025-12-31T23:59:59Z"
     );
 }
+
+#[test]
+fn auto_detection_reads_the_kernel_log_samples_as_kmsg() {
+    use whyslow_ingest::decode::Format;
+    use whyslow_ingest::decode::auto::detect;
+    let dir = sample("xid-kernel-logs");
+    let mut got = Vec::new();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        if name.ends_with(".log") {
+            got.push((detect(&std::fs::read(dir.join(&name)).unwrap()), name));
+        }
+    }
+    got.sort_by(|a, b| a.1.cmp(&b.1));
+    assert_eq!(got.len(), 8);
+    // The Fabric Manager log too: its lines are then skipped by the kmsg decoder.
+    for (f, name) in &got {
+        assert_eq!(*f, Some(Format::Kmsg), "{name}");
+    }
+}

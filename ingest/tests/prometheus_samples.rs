@@ -571,3 +571,46 @@ fn prometheus_kafka_adapter_records() {
     assert_eq!(rows[2].time, parse_rfc3339("2026-11-29T10:15:03Z").unwrap());
     assert_eq!(events(&mut out)[0].1, "79");
 }
+
+#[test]
+fn auto_detection_does_not_take_counter_lists_for_scrapes() {
+    use whyslow_ingest::decode::Format;
+    use whyslow_ingest::decode::auto::{AutoDecoder, detect};
+    use whyslow_ingest::run::decoder_for;
+
+    for f in [
+        "dcgm-exporter/dcgm-exporter-L4-kops-aws.prom",
+        "dcgm-exporter/dcgm-exporter-T4-under-load-ericsson.prom",
+    ] {
+        assert_eq!(
+            detect(&std::fs::read(sample(f)).unwrap()),
+            Some(Format::Prometheus),
+            "{f}"
+        );
+    }
+    for f in [
+        "dcgm-exporter/dcgm-exporter-default-counters.csv",
+        "dcgm-exporter/dcgm-exporter-dcp-metrics-included.csv",
+    ] {
+        let bytes = std::fs::read(sample(f)).unwrap();
+        assert_ne!(detect(&bytes), Some(Format::Prometheus), "{f}");
+        // Read by auto, a counter list yields no metric rows and loses nothing.
+        let mut d = AutoDecoder::new(|f| decoder_for(f).ok());
+        let mut out = Output::new(0);
+        let hints = at("2026-11-29T10:15:00Z");
+        for (i, line) in String::from_utf8(bytes).unwrap().lines().enumerate() {
+            d.decode(
+                line.as_bytes(),
+                &Origin::File {
+                    path: f,
+                    line: i as u64 + 1,
+                },
+                &hints,
+                &mut out,
+            );
+        }
+        d.finish(&hints, &mut out);
+        assert!(out.counts.balances());
+        assert_eq!(out.counts.metrics, 0, "{f}");
+    }
+}
