@@ -140,7 +140,7 @@ impl RowSink for NullSink {
         Ok(())
     }
 
-    fn commit(&mut self) -> Result<CommitStats, StoreError> {
+    fn commit(&mut self, tag: Format) -> Result<Vec<(Format, CommitStats)>, StoreError> {
         let mut stats = CommitStats::default();
         for (table, rows) in self.pending.drain(..) {
             stats
@@ -149,7 +149,7 @@ impl RowSink for NullSink {
                 .or_insert_with(TableCommit::default)
                 .written += rows;
         }
-        Ok(stats)
+        Ok(vec![(tag, stats)])
     }
 }
 
@@ -222,18 +222,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         input_bytes,
     );
 
-    let store = dir.path().join("store");
-    let opts = IngestOptions::new(&store, paths, Format::Envelope);
-    let (cpu0, t) = (cpu_seconds(), Instant::now());
-    let s = ingest(&opts)?;
-    let cpu = cpu_seconds().zip(cpu0).map(|(a, b)| a - b);
-    report(
-        "ingest into the store",
-        &s,
-        t.elapsed().as_secs_f64(),
-        cpu,
-        input_bytes,
-    );
+    let mut last = None;
+    for (label, pipeline) in [
+        ("ingest into the store, one thread", false),
+        ("ingest into the store, store on a second thread", true),
+    ] {
+        let store = dir
+            .path()
+            .join(if pipeline { "store-pipelined" } else { "store" });
+        let mut opts = IngestOptions::new(&store, paths.clone(), Format::Envelope);
+        opts.pipeline = pipeline;
+        let (cpu0, t) = (cpu_seconds(), Instant::now());
+        let s = ingest(&opts)?;
+        let cpu = cpu_seconds().zip(cpu0).map(|(a, b)| a - b);
+        report(label, &s, t.elapsed().as_secs_f64(), cpu, input_bytes);
+        last = Some((store, s));
+    }
+    let Some((store, s)) = last else {
+        return Ok(());
+    };
     print!("{}", s.render());
 
     let w = s.total().written;

@@ -10,6 +10,7 @@
 //! sentence naming it) and the run goes on with the others; rows decoded from it before
 //! the error are kept. A store failure ends the run.
 
+mod pipeline;
 mod summary;
 
 use std::path::PathBuf;
@@ -32,6 +33,7 @@ use crate::decode::{Decoder, Format, Framing, Hints, MAX_RECORD_BYTES, Origin, O
 use crate::source::{self, HARD_CAP_BYTES, Input, LineReader, SourceError};
 use crate::store::{CommitStats, StoreError, StoreWriter};
 
+pub use pipeline::PipelinedSink;
 pub use summary::{FormatSummary, IngestSummary, TableRows};
 
 /// What `whyslow ingest` was asked to do.
@@ -53,6 +55,9 @@ pub struct IngestOptions {
     /// Rows handed to the store before a commit within one input (inputs always end
     /// with one).
     pub commit_rows: usize,
+    /// Run the store (sorting, dedupe, Parquet encoding, commits) on a thread of its own
+    /// while decoding goes on; `false` does everything on the calling thread.
+    pub pipeline: bool,
 }
 
 impl IngestOptions {
@@ -66,6 +71,7 @@ impl IngestOptions {
             progress: false,
             batch_rows: 64 * 1024,
             commit_rows: 1024 * 1024,
+            pipeline: true,
         }
     }
 }
@@ -103,8 +109,13 @@ pub fn decoder_for(format: Format) -> Result<Box<dyn Decoder>, IngestError> {
 pub trait RowSink {
     /// Buffers a batch of `table` rows until the next commit.
     fn append(&mut self, table: Table, batch: RecordBatch) -> Result<(), StoreError>;
-    /// Makes the buffered rows durable and visible; says how many were new.
-    fn commit(&mut self) -> Result<CommitStats, StoreError>;
+    /// Commits everything appended so far (or asks for it to be committed), on behalf of
+    /// `tag`; returns the commits completed since the last call, each with its tag.
+    fn commit(&mut self, tag: Format) -> Result<Vec<(Format, CommitStats)>, StoreError>;
+    /// Waits for every commit asked for and returns those not yet returned.
+    fn finish(&mut self) -> Result<Vec<(Format, CommitStats)>, StoreError> {
+        Ok(Vec::new())
+    }
 }
 
 impl RowSink for StoreWriter {
@@ -112,16 +123,21 @@ impl RowSink for StoreWriter {
         StoreWriter::append(self, table, batch)
     }
 
-    fn commit(&mut self) -> Result<CommitStats, StoreError> {
-        StoreWriter::commit(self, &[])
+    fn commit(&mut self, tag: Format) -> Result<Vec<(Format, CommitStats)>, StoreError> {
+        Ok(vec![(tag, StoreWriter::commit(self, &[])?)])
     }
 }
 
 /// Ingests `opts.paths` into the store at `opts.store`.
 pub fn ingest(opts: &IngestOptions) -> Result<IngestSummary, IngestError> {
     decoder_for(opts.format)?;
-    let mut writer = StoreWriter::open(&opts.store)?;
-    ingest_into(opts, &mut writer)
+    let writer = StoreWriter::open(&opts.store)?;
+    if opts.pipeline {
+        ingest_into(opts, &mut PipelinedSink::spawn(writer))
+    } else {
+        let mut writer = writer;
+        ingest_into(opts, &mut writer)
+    }
 }
 
 /// Ingests `opts.paths` into `sink` (`opts.store` is not used).
@@ -149,6 +165,8 @@ pub fn ingest_into(
     for input in &inputs {
         run.input(input)?;
     }
+    let done = run.sink.finish()?;
+    run.credit(done);
     run.progress.finish_and_clear();
     let mut summary = run.summary;
     summary.bytes_read = run.bytes.load(Ordering::Relaxed);
@@ -337,14 +355,21 @@ impl Runner<'_> {
         if self.handed_since_commit == 0 {
             return Ok(());
         }
-        let stats = self.sink.commit()?;
+        let done = self.sink.commit(format)?;
         self.handed_since_commit = 0;
-        let f = self.summary.formats.entry(format).or_default();
-        for (table, t) in &stats.tables {
-            f.written.add(*table, t.written);
-            f.duplicates.add(*table, t.duplicates);
-        }
+        self.credit(done);
         Ok(())
+    }
+
+    /// Adds finished commits to the summary of the format each was made for.
+    fn credit(&mut self, done: Vec<(Format, CommitStats)>) {
+        for (format, stats) in done {
+            let f = self.summary.formats.entry(format).or_default();
+            for (table, t) in &stats.tables {
+                f.written.add(*table, t.written);
+                f.duplicates.add(*table, t.duplicates);
+            }
+        }
     }
 }
 

@@ -253,3 +253,21 @@ fn unknown_fields_are_never_dropped() {
         ])
     );
 }
+
+#[test]
+fn the_single_threaded_runner_writes_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sdk.jsonl");
+    std::fs::write(&file, input()).unwrap();
+    let store = dir.path().join("store");
+    let mut opts = whyslow_ingest::run::IngestOptions::new(
+        &store,
+        vec![file.display().to_string()],
+        Format::Envelope,
+    );
+    opts.pipeline = false;
+    let s = whyslow_ingest::run::ingest(&opts).unwrap();
+    s.check().unwrap();
+    check_summary(&s);
+    check_rows(&store);
+}
