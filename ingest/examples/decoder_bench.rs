@@ -149,6 +149,89 @@ fn bench_kmsg() {
     );
 }
 
+/// CRI log files of a 64-rank training job: MaxText-style step lines, Hugging Face JSON
+/// logs with checkpoint saves, tqdm bars and plain noise, with an NCCL watchdog timeout
+/// and a traceback now and then.
+fn bench_container_log() {
+    let mut s = String::new();
+    for i in 0..600_000u64 {
+        let (sec, ns) = (i / 100, (i % 100) * 10_000_000 + 123);
+        let stamp = format!(
+            "2026-11-29T{:02}:{:02}:{:02}.{ns:09}Z",
+            10 + sec / 3600,
+            (sec / 60) % 60,
+            sec % 60
+        );
+        let rank = i % 64;
+        let line = match i % 20 {
+            0 => format!(
+                "completed step: {}, seconds: 5.667, TFLOP/s/device: 134.924, Tokens/s/device: 8672.758, total_weights: 196608, loss: 10.374",
+                i / 20
+            ),
+            1 => format!(
+                r#"{{"name": "transformers.trainer", "message": "Saving model checkpoint to /data/ft/checkpoint-{}", "timestamp": "{stamp}", "level": "INFO"}}"#,
+                i / 20
+            ),
+            2 => format!("{{'loss': 1.{:04}, 'grad_norm': 0.91, 'learning_rate': 1.9e-05, 'epoch': 0.25}}", i % 10_000),
+            3 => " 40%|████      | 4/10 [00:02<00:03,  1.55it/s]".to_string(),
+            4 if i % 1000 == 4 => format!(
+                "[rank{rank}]:[E1129 10:40:12.345678901 ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={i}, OpType=ALLREDUCE, NumelIn=262144, NumelOut=262144, Timeout(ms)=600000) ran for 600060 milliseconds before timing out."
+            ),
+            _ => format!("[rank{rank}]:[W1129 10:15:02.895439547 reducer.cpp:1400] Warning: find_unused_parameters=True was specified in DDP constructor"),
+        };
+        let _ = writeln!(s, "{stamp} stdout F {line}");
+    }
+    let hints = Hints {
+        path: Some("/var/log/pods/llm_finetune-gemma-l4-0-vcxpz_0f1e2d3c/trainer/0.log".into()),
+        ..Hints::default()
+    };
+    let mut d = whyslow_ingest::decode::container_log::ContainerLogDecoder::new();
+    run_lines("container-log", &mut d, &s, &hints);
+    let mut auto = whyslow_ingest::decode::auto::AutoDecoder::new(|f| whyslow_ingest::run::decoder_for(f).ok());
+    run_lines("auto(cri)", &mut auto, &s, &hints);
+}
+
+/// slurmctld logs of a 2000-node cluster (node flaps, drains, allocations, preemptions,
+/// completions among scheduler noise), then a 200k-row `sacct --parsable2` dump.
+fn bench_slurm() {
+    let mut s = String::new();
+    for i in 0..400_000u64 {
+        let (sec, ms) = (i / 10, (i % 10) * 100);
+        let stamp = format!(
+            "[2026-11-29T{:02}:{:02}:{:02}.{ms:03}]",
+            10 + sec / 3600,
+            (sec / 60) % 60,
+            sec % 60
+        );
+        let n = i % 2000;
+        let msg = match i % 10 {
+            0 => format!("error: Nodes gpu-[{n:04}-{:04}] not responding", n + 3),
+            1 => format!("sched: Allocate JobId={i} NodeList=gpu-[{n:04}-{:04}] #CPUs=256 Partition=gpu", n + 7),
+            2 => format!("preempted JobId={i} has been requeued to reclaim resources for JobId={}", i + 1),
+            3 => format!("update_node: node gpu-{n:04} state set to DRAINED"),
+            4 => format!("_job_complete: JobId={i} done"),
+            _ => "debug:  sched: Running job scheduler for full queue.".to_string(),
+        };
+        let _ = writeln!(s, "{stamp} {msg}");
+    }
+    let mut d = whyslow_ingest::decode::slurm::SlurmDecoder::new();
+    run_lines("slurmctld", &mut d, &s, &Hints::default());
+    let mut s = String::from("JobID|JobName|Partition|State|Start|End|NodeList|ExitCode\n");
+    for i in 0..200_000u64 {
+        let state = ["COMPLETED", "PREEMPTED", "FAILED", "NODE_FAIL", "TIMEOUT"][(i % 5) as usize];
+        let n = i % 2000;
+        let _ = writeln!(
+            s,
+            "{i}|job-{i}|gpu|{state}|2026-11-29T10:{:02}:00|2026-11-29T11:{:02}:00|gpu-[{n:04}-{:04}]|0:0",
+            i % 60,
+            i % 60,
+            n + 3
+        );
+    }
+    let mut d = whyslow_ingest::decode::slurm::SlurmDecoder::new();
+    run_lines("sacct", &mut d, &s, &Hints::default());
+}
+
 fn main() {
     let wanted: Vec<String> = std::env::args().skip(1).collect();
     let on = |f: &str| wanted.is_empty() || wanted.iter().any(|w| w == f);
@@ -157,5 +240,11 @@ fn main() {
     }
     if on("kmsg") {
         bench_kmsg();
+    }
+    if on("container-log") {
+        bench_container_log();
+    }
+    if on("slurm") {
+        bench_slurm();
     }
 }
