@@ -63,6 +63,7 @@ struct Row {
     device: Option<String>,
     namespace: Option<String>,
     pod: Option<String>,
+    workload: Option<String>,
     labels: HashMap<String, String>,
 }
 
@@ -108,6 +109,7 @@ fn rows(out: &mut Output) -> Vec<Row> {
         strings(&b, "namespace"),
         strings(&b, "pod"),
     );
+    let workload = strings(&b, "workload");
     let labels = maps(&b, "labels");
     (0..b.num_rows())
         .map(|i| Row {
@@ -120,6 +122,7 @@ fn rows(out: &mut Output) -> Vec<Row> {
             device: device[i].clone(),
             namespace: ns[i].clone(),
             pod: pod[i].clone(),
+            workload: workload[i].clone(),
             labels: labels[i].clone(),
         })
         .collect()
@@ -349,10 +352,13 @@ vllm:num_requests_running{model_name="llama"} 3
 kube_pod_status_phase{namespace="llm",pod="ft-0",phase="Running"} 1
 kueue_admission_wait_time_seconds_count{cluster_queue="cq"} 4
 duty_cycle{accelerator_id="4804690994094478883-0",make="cloud-tpu",model="tpu-v5-lite-podslice"} 87
+kube_job_status_active{namespace="llm",job_name="finetune-gemma-l4"} 1
+kube_pod_owner{namespace="llm",pod="finetune-gemma-l4-0-vcxpz",owner_kind="Job",owner_name="finetune-gemma-l4"} 1
+kube_pod_owner{namespace="llm",pod="tgi-7d9f-x2",owner_kind="ReplicaSet",owner_name="tgi-7d9f"} 1
 # EOF
 "#;
     let mut out = feed_lines(text, "om.txt", &at("2026-11-29T10:15:00Z"));
-    assert_eq!((out.counts.rejected, out.counts.metrics), (0, 9));
+    assert_eq!((out.counts.rejected, out.counts.metrics), (0, 12));
     let rows = rows(&mut out);
     assert_eq!(rows[0].time, 1_520_879_607_789_000_000);
     assert_eq!(rows[1].labels["le"], "+Inf");
@@ -385,7 +391,14 @@ duty_cycle{accelerator_id="4804690994094478883-0",make="cloud-tpu",model="tpu-v5
         (Some("llm"), Some("ft-0"))
     );
     assert_eq!(power.labels["pod"], "dcgm-exporter-x7");
-    let fam: Vec<(&str, &str)> = rows[5..]
+    let workloads: Vec<Option<&str>> = rows[9..].iter().map(|r| r.workload.as_deref()).collect();
+    assert_eq!(
+        workloads,
+        [Some("finetune-gemma-l4"), Some("finetune-gemma-l4"), None]
+    );
+    assert_eq!(rows[10].labels["owner_kind"], "Job");
+    assert!(!rows[9].labels.contains_key("job_name"));
+    let fam: Vec<(&str, &str)> = rows[5..9]
         .iter()
         .map(|r| (r.layer.as_str(), r.source.as_str()))
         .collect();

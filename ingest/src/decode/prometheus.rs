@@ -31,7 +31,9 @@
 //! deployments is the exporter pod's own name: hence `--node` wins over it). `device` ←
 //! `gpu` (dcgm-exporter's GPU index), or `accelerator_id` for the device plugins.
 //! `namespace`/`pod` ← `exported_namespace`/`exported_pod` (what Prometheus renames them
-//! to when the target has its own), else `namespace`/`pod`. `cluster` ← label `cluster`,
+//! to when the target has its own), else `namespace`/`pod`. `workload` ← a `workload`,
+//! `job_name`, `deployment`, `statefulset` or `jobset_name` label, or `owner_name` where
+//! `owner_kind` is `Job`/`JobSet` (kube-state-metrics). `cluster` ← label `cluster`,
 //! else `Hints::cluster`. Labels that became scope columns leave `labels`; all others
 //! (`UUID`, `pci_bus_id`, `modelName`, `container`, `le`, `quantile`, …) stay.
 //!
@@ -123,6 +125,10 @@ struct ScopeLabels {
     exported_pod: Option<usize>,
     cluster: Option<usize>,
     mig_instance: Option<usize>,
+    /// A label that names the owning workload (see `workload_label`).
+    workload: Option<usize>,
+    owner_kind: Option<usize>,
+    owner_name: Option<usize>,
 }
 
 impl ScopeLabels {
@@ -140,6 +146,11 @@ impl ScopeLabels {
                 "pod" => &mut s.pod,
                 "exported_pod" => &mut s.exported_pod,
                 "cluster" => &mut s.cluster,
+                "workload" | "job_name" | "deployment" | "statefulset" | "jobset_name" => {
+                    &mut s.workload
+                }
+                "owner_kind" => &mut s.owner_kind,
+                "owner_name" => &mut s.owner_name,
                 "GPU_I_ID" => &mut s.mig_instance,
                 _ => continue,
             };
@@ -162,6 +173,20 @@ impl Used {
     }
     fn has(self, i: usize) -> bool {
         i < 64 && self.0 & (1 << i) != 0
+    }
+}
+
+/// The workload a sample names: a `workload` label, kube-state-metrics' object labels
+/// (`job_name`, `deployment`, `statefulset`, JobSet's `jobset_name`), or `owner_name` when
+/// `owner_kind` is a `Job` (`kube_pod_owner`). Pods of Deployments are owned by
+/// ReplicaSets, which are not workloads: those are left to the k8s inventory.
+fn workload_label<'s>(s: &'s Sample, idx: ScopeLabels, used: &mut Used) -> Option<&'s str> {
+    if let Some(i) = used.take(idx.workload) {
+        return Some(s.label(i).1);
+    }
+    match (idx.owner_kind.map(|i| s.label(i).1), idx.owner_name) {
+        (Some("Job" | "JobSet"), Some(i)) => Some(s.label(i).1),
+        _ => None,
     }
 }
 
@@ -250,7 +275,7 @@ impl PrometheusDecoder {
             node,
             device: value_of(used.take(device_label)),
             namespace: value_of(used.take(idx.exported_namespace.or(idx.namespace))),
-            workload: None,
+            workload: workload_label(s, idx, &mut used),
             pod: value_of(used.take(idx.exported_pod.or(idx.pod))),
             run_id: None,
         };
