@@ -29,12 +29,21 @@ fn check(bytes: &[u8]) {
     for kafka in [false, true] {
         let mut d = K8sDecoder::new();
         let mut out = Output::new(0);
-        let origin =
-            if kafka { Origin::Kafka { topic: "t", partition: 0, offset: 1 } } else { Origin::File { path: "f", line: 1 } };
+        let origin = if kafka {
+            Origin::Kafka {
+                topic: "t",
+                partition: 0,
+                offset: 1,
+            }
+        } else {
+            Origin::File { path: "f", line: 1 }
+        };
         d.decode(bytes, &origin, &Hints::default(), &mut out);
         let c = out.counts;
         assert!(c.balances(), "{c:?}");
-        assert!(c.records >= 1 || bytes.iter().all(u8::is_ascii_whitespace) || bytes == b"\xEF\xBB\xBF");
+        assert!(
+            c.records >= 1 || bytes.iter().all(u8::is_ascii_whitespace) || bytes == b"\xEF\xBB\xBF"
+        );
         assert_eq!(c.rejected as usize, out.dead.len());
         let dead = out.dead.finish();
         let errors = dead.column_by_name("error").unwrap();
@@ -155,11 +164,26 @@ fn hostile_nesting_and_aliases() {
     assert_eq!(d.counts.rejected, 1);
     assert!(d.dead[0].error.contains("nested"), "{}", d.dead[0].error);
     check(format!("a: {}", "[".repeat(20_000)).as_bytes());
-    check(format!("a:\n{}", (1..300).map(|i| format!("{}- x\n", " ".repeat(i))).collect::<String>()).as_bytes());
+    check(
+        format!(
+            "a:\n{}",
+            (1..300)
+                .map(|i| format!("{}- x\n", " ".repeat(i)))
+                .collect::<String>()
+        )
+        .as_bytes(),
+    );
     // The "billion laughs": aliases expanding exponentially.
-    let mut laughs = String::from("a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
-    for (p, c) in ["a", "b", "c", "d", "e", "f", "g", "h"].iter().zip(["b", "c", "d", "e", "f", "g", "h", "i"]) {
-        laughs.push_str(&format!("{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n"));
+    let mut laughs = String::from(
+        "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+    );
+    for (p, c) in ["a", "b", "c", "d", "e", "f", "g", "h"]
+        .iter()
+        .zip(["b", "c", "d", "e", "f", "g", "h", "i"])
+    {
+        laughs.push_str(&format!(
+            "{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n"
+        ));
     }
     laughs.push_str("kind: Event\n");
     let d = decode_bytes("laughs.yaml", laughs.as_bytes());

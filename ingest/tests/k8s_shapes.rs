@@ -11,7 +11,14 @@ use k8s_common::*;
 use serde_json::json;
 use whyslow_ingest::decode::k8s::K8sDecoder;
 
-fn event(uid: &str, reason: &str, msg: &str, first: &str, last: &str, count: i64) -> serde_json::Value {
+fn event(
+    uid: &str,
+    reason: &str,
+    msg: &str,
+    first: &str,
+    last: &str,
+    count: i64,
+) -> serde_json::Value {
     json!({
         "apiVersion": "v1", "kind": "Event",
         "metadata": {"name": format!("x.{uid}"), "namespace": "llm", "uid": uid},
@@ -25,18 +32,48 @@ fn event(uid: &str, reason: &str, msg: &str, first: &str, last: &str, count: i64
 #[test]
 fn list_json_lines_and_pretty_concatenation_agree() {
     let evs = [
-        event("a", "Pulling", "Pulling image \"x\"", "2026-11-29T10:00:00Z", "2026-11-29T10:00:00Z", 1),
-        event("b", "Pulled", "Successfully pulled image \"x\"", "2026-11-29T10:00:40Z", "2026-11-29T10:00:40Z", 1),
+        event(
+            "a",
+            "Pulling",
+            "Pulling image \"x\"",
+            "2026-11-29T10:00:00Z",
+            "2026-11-29T10:00:00Z",
+            1,
+        ),
+        event(
+            "b",
+            "Pulled",
+            "Successfully pulled image \"x\"",
+            "2026-11-29T10:00:40Z",
+            "2026-11-29T10:00:40Z",
+            1,
+        ),
     ];
     let list = json!({"apiVersion": "v1", "kind": "List", "items": evs}).to_string();
     let lines: String = evs.iter().map(|e| format!("{e}\n")).collect();
-    let pretty: String = evs.iter().map(|e| format!("{}\n", serde_json::to_string_pretty(e).unwrap())).collect();
+    let pretty: String = evs
+        .iter()
+        .map(|e| format!("{}\n", serde_json::to_string_pretty(e).unwrap()))
+        .collect();
     let array = serde_json::to_string(&evs).unwrap();
-    let yaml: String = evs.iter().map(|e| format!("---\n{}", serde_norway::to_string(e).unwrap())).collect();
+    let yaml: String = evs
+        .iter()
+        .map(|e| format!("---\n{}", serde_norway::to_string(e).unwrap()))
+        .collect();
     let mut results = Vec::new();
-    for (name, input) in [("list", list), ("lines", lines), ("pretty", pretty), ("array", array), ("yaml", yaml)] {
+    for (name, input) in [
+        ("list", list),
+        ("lines", lines),
+        ("pretty", pretty),
+        ("array", array),
+        ("yaml", yaml),
+    ] {
         let d = decode_bytes(name, input.as_bytes());
-        assert_eq!((d.counts.records, d.counts.produced, d.counts.rejected), (2, 2, 0), "{name}");
+        assert_eq!(
+            (d.counts.records, d.counts.produced, d.counts.rejected),
+            (2, 2, 0),
+            "{name}"
+        );
         assert_eq!(d.kinds(), ["image_pulling", "image_pulled"], "{name}");
         results.push(d.rows);
     }
@@ -46,7 +83,14 @@ fn list_json_lines_and_pretty_concatenation_agree() {
 #[test]
 fn event_list_items_without_kind_take_it_from_the_list() {
     // The API's EventList omits kind/apiVersion on items.
-    let mut e = event("a", "Killing", "Stopping container main", "2026-11-29T10:00:00Z", "2026-11-29T10:00:00Z", 1);
+    let mut e = event(
+        "a",
+        "Killing",
+        "Stopping container main",
+        "2026-11-29T10:00:00Z",
+        "2026-11-29T10:00:00Z",
+        1,
+    );
     e.as_object_mut().unwrap().remove("kind");
     let doc = json!({"kind": "EventList", "apiVersion": "v1", "items": [e]}).to_string();
     let d = decode_bytes("eventlist.json", doc.as_bytes());
@@ -57,8 +101,22 @@ fn event_list_items_without_kind_take_it_from_the_list() {
 fn repeated_events_and_watch_resends_give_stable_ids() {
     // A watch stream sends the same Event as it is bumped: count 1, then 3, then the same
     // object again. Rows: #1 (each time), #3 (twice): the distinct ids are #1 and #3.
-    let e1 = event("u", "BackOff", "Back-off restarting failed container", "2026-11-29T10:00:00Z", "2026-11-29T10:00:00Z", 1);
-    let e3 = event("u", "BackOff", "Back-off restarting failed container", "2026-11-29T10:00:00Z", "2026-11-29T10:04:00Z", 3);
+    let e1 = event(
+        "u",
+        "BackOff",
+        "Back-off restarting failed container",
+        "2026-11-29T10:00:00Z",
+        "2026-11-29T10:00:00Z",
+        1,
+    );
+    let e3 = event(
+        "u",
+        "BackOff",
+        "Back-off restarting failed container",
+        "2026-11-29T10:00:00Z",
+        "2026-11-29T10:04:00Z",
+        3,
+    );
     let stream = [
         json!({"type": "ADDED", "object": e1}),
         json!({"type": "MODIFIED", "object": e3}),
@@ -69,12 +127,23 @@ fn repeated_events_and_watch_resends_give_stable_ids() {
     .collect::<String>();
     let d = decode_bytes("watch.jsonl", stream.as_bytes());
     assert_eq!((d.counts.records, d.counts.produced), (3, 3));
-    let ids: BTreeSet<(&str, i64)> = d.rows.iter().map(|r| (r.event_id.as_str(), r.time_ns)).collect();
+    let ids: BTreeSet<(&str, i64)> = d
+        .rows
+        .iter()
+        .map(|r| (r.event_id.as_str(), r.time_ns))
+        .collect();
     assert_eq!(
         ids.into_iter().collect::<Vec<_>>(),
-        [("k8s:u#1", ns("2026-11-29T10:00:00Z")), ("k8s:u#3", ns("2026-11-29T10:04:00Z"))]
+        [
+            ("k8s:u#1", ns("2026-11-29T10:00:00Z")),
+            ("k8s:u#3", ns("2026-11-29T10:04:00Z"))
+        ]
     );
-    assert!(d.rows.iter().all(|r| r.kind == "back_off" && r.severity == "warning"));
+    assert!(
+        d.rows
+            .iter()
+            .all(|r| r.kind == "back_off" && r.severity == "warning")
+    );
     // A watch ERROR (a Status) and a BOOKMARK are nothing to store.
     let d = decode_bytes(
         "w2.jsonl",
@@ -99,14 +168,24 @@ fn events_k8s_io_series_uses_last_observed_time() {
     assert_eq!(d.rows[1].event_id, "k8s:s1#4");
     assert_eq!(d.rows[1].time_ns, ns("2026-11-29T10:03:00.5Z"));
     let r = &d.rows[0];
-    assert_eq!((r.layer.as_str(), r.severity.as_str()), ("infrastructure", "error"));
+    assert_eq!(
+        (r.layer.as_str(), r.severity.as_str()),
+        ("infrastructure", "error")
+    );
     assert_eq!(r.node.as_deref(), Some("gke-gpu-7"));
     assert_eq!(r.namespace, None, "an empty namespace is none");
 }
 
 #[test]
 fn event_without_uid_is_hashed_and_stable() {
-    let mut e = event("x", "Scheduled", "Successfully assigned llm/finetune-gemma-l4-0-vcxpz to gke-gpu-8", "2026-11-29T10:00:00Z", "2026-11-29T10:00:00Z", 1);
+    let mut e = event(
+        "x",
+        "Scheduled",
+        "Successfully assigned llm/finetune-gemma-l4-0-vcxpz to gke-gpu-8",
+        "2026-11-29T10:00:00Z",
+        "2026-11-29T10:00:00Z",
+        1,
+    );
     e["metadata"].as_object_mut().unwrap().remove("uid");
     e["source"] = json!({"component": "default-scheduler"});
     let a = decode_bytes("a.json", e.to_string().as_bytes());
@@ -116,9 +195,17 @@ fn event_without_uid_is_hashed_and_stable() {
     assert!(a.rows[0].event_id.starts_with("k8s:h") && a.rows[0].event_id.ends_with("#1"));
     let r = &a.rows[0];
     assert_eq!(r.kind, "scheduled");
-    assert_eq!(r.node.as_deref(), Some("gke-gpu-8"), "from the Scheduled message");
+    assert_eq!(
+        r.node.as_deref(),
+        Some("gke-gpu-8"),
+        "from the Scheduled message"
+    );
     assert_eq!(r.pod.as_deref(), Some("finetune-gemma-l4-0-vcxpz"));
-    assert_eq!(r.workload.as_deref(), Some("finetune-gemma-l4"), "indexed Job pod naming");
+    assert_eq!(
+        r.workload.as_deref(),
+        Some("finetune-gemma-l4"),
+        "indexed Job pod naming"
+    );
 }
 
 #[test]
@@ -133,12 +220,18 @@ fn kueue_preemption_event_keeps_the_preemptor() {
     });
     let d = decode_bytes("p.json", e.to_string().as_bytes());
     let r = &d.rows[0];
-    assert_eq!((r.kind.as_str(), r.source.as_str(), r.severity.as_str()), ("preempted", "kueue", "warning"));
+    assert_eq!(
+        (r.kind.as_str(), r.source.as_str(), r.severity.as_str()),
+        ("preempted", "kueue", "warning")
+    );
     assert_eq!(r.workload.as_deref(), Some("finetune-gemma-l4"));
     assert_eq!(r.attr("preemptor_uid"), Some("5c02"));
     assert_eq!(r.attr("preemptor_job_uid"), Some("4548"));
     assert_eq!(r.attr("preemption_reason"), Some("InClusterQueue"));
-    assert_eq!(r.attr("kueue_workload"), Some("job-finetune-gemma-l4-6e2c1"));
+    assert_eq!(
+        r.attr("kueue_workload"),
+        Some("job-finetune-gemma-l4-6e2c1")
+    );
 }
 
 #[test]
@@ -155,7 +248,14 @@ fn scaling_replica_set_event() {
     let r = &d.rows[0];
     assert_eq!(r.kind, "scaled");
     assert_eq!(r.workload.as_deref(), Some("tgi-gemma"));
-    assert_eq!((r.attr("from_replicas"), r.attr("to_replicas"), r.attr("direction")), (Some("1"), Some("3"), Some("up")));
+    assert_eq!(
+        (
+            r.attr("from_replicas"),
+            r.attr("to_replicas"),
+            r.attr("direction")
+        ),
+        (Some("1"), Some("3"), Some("up"))
+    );
 }
 
 #[test]
@@ -198,9 +298,16 @@ fn workload_transitions_seen_in_several_updates_are_one_row_each() {
     let d = decode_bytes("wl-watch.jsonl", stream.as_bytes());
     assert_eq!(d.counts.rejected, 0);
     let distinct: BTreeSet<&str> = d.rows.iter().map(|r| r.event_id.as_str()).collect();
-    assert_eq!(distinct.len(), 1 + 2 + 5, "created, 2 admission transitions, 5 eviction transitions");
+    assert_eq!(
+        distinct.len(),
+        1 + 2 + 5,
+        "created, 2 admission transitions, 5 eviction transitions"
+    );
     let ev = d.of_kind("evicted")[0];
-    assert_eq!(ev.event_id, "kueue:w1:Evicted:True:Preempted:2026-11-29T10:15:00Z");
+    assert_eq!(
+        ev.event_id,
+        "kueue:w1:Evicted:True:Preempted:2026-11-29T10:15:00Z"
+    );
     assert_eq!(ev.workload.as_deref(), Some("finetune-gemma-l4"));
     assert_eq!(ev.namespace.as_deref(), Some("llm"));
     for (k, v) in [
@@ -224,7 +331,10 @@ fn workload_transitions_seen_in_several_updates_are_one_row_each() {
         assert_eq!(ev.attr(k), Some(v), "{k}");
     }
     let pending = d.of_kind("pending")[0];
-    assert_eq!((pending.attr("needed"), pending.attr("flavor")), (Some("4"), Some("l4")));
+    assert_eq!(
+        (pending.attr("needed"), pending.attr("flavor")),
+        (Some("4"), Some("l4"))
+    );
     assert_eq!(d.of_kind("requeued").len(), 2);
     assert_eq!(d.of_kind("not_admitted").len(), 2);
 }
@@ -253,55 +363,115 @@ fn pods_nodes_and_controllers_as_inventory() {
                 {"type": "KernelDeadlock", "status": "True", "reason": "DockerHung", "message": "task docker:7 blocked for more than 120 seconds.", "lastTransitionTime": "2026-11-29T10:50:00Z"},
                 {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory", "lastTransitionTime": "2026-11-01T00:00:10Z"},
                 {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown", "message": "Kubelet stopped posting node status.", "lastTransitionTime": "2026-11-29T10:55:00Z"}]}});
-    let deploy = |replicas: i64, generation: i64, t: &str| json!({"apiVersion": "apps/v1", "kind": "Deployment",
+    let deploy = |replicas: i64, generation: i64, t: &str| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "tgi-gemma", "namespace": "llm", "uid": "d1", "generation": generation, "creationTimestamp": "2026-11-29T09:00:00Z",
             "managedFields": [{"manager": "kubectl", "operation": "Update", "time": t},
                               {"manager": "kube-controller-manager", "operation": "Update", "subresource": "status", "time": "2026-11-29T12:00:00Z"}]},
         "spec": {"replicas": replicas, "template": {"spec": {"containers": [{"name": "tgi", "resources": {"requests": {"nvidia.com/gpu": "2"}}}]}}},
-        "status": {"conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "lastTransitionTime": "2026-11-29T09:01:00Z"}]}});
+        "status": {"conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "lastTransitionTime": "2026-11-29T09:01:00Z"}]}})
+    };
     let job = json!({"apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": "finetune-gemma-l4", "namespace": "llm", "uid": "j1", "generation": 3, "creationTimestamp": "2026-11-29T09:30:00Z",
             "labels": {"kueue.x-k8s.io/queue-name": "lq-llm"}},
         "spec": {"parallelism": 2, "completions": 2, "suspend": true, "completionMode": "Indexed"},
         "status": {"conditions": [{"type": "Suspended", "status": "True", "reason": "JobSuspended", "message": "Job suspended", "lastTransitionTime": "2026-11-29T10:15:02Z"}]}});
-    let docs = [rs, pod, node, deploy(1, 1, "2026-11-29T09:00:00Z"), deploy(3, 2, "2026-11-29T10:14:00Z"), job]
-        .iter()
-        .map(|o| format!("---\n{}", serde_norway::to_string(o).unwrap()))
-        .collect::<String>();
+    let docs = [
+        rs,
+        pod,
+        node,
+        deploy(1, 1, "2026-11-29T09:00:00Z"),
+        deploy(3, 2, "2026-11-29T10:14:00Z"),
+        job,
+    ]
+    .iter()
+    .map(|o| format!("---\n{}", serde_norway::to_string(o).unwrap()))
+    .collect::<String>();
     let d = decode_bytes("inventory.yaml", docs.as_bytes());
     assert_eq!(d.counts.rejected, 0, "{:?}", d.dead);
-    assert_eq!((d.counts.records, d.counts.skipped), (6, 1), "the ReplicaSet only teaches ownership");
+    assert_eq!(
+        (d.counts.records, d.counts.skipped),
+        (6, 1),
+        "the ReplicaSet only teaches ownership"
+    );
 
     let placed = d.of_kind("pod_placed")[0];
-    assert_eq!(placed.time_ns, ns("2026-11-29T10:14:01Z"), "PodScheduled transition");
+    assert_eq!(
+        placed.time_ns,
+        ns("2026-11-29T10:14:01Z"),
+        "PodScheduled transition"
+    );
     assert_eq!(placed.node.as_deref(), Some("gke-gpu-9"));
-    assert_eq!(placed.workload.as_deref(), Some("tgi-gemma"), "pod → ReplicaSet → Deployment by owner references");
+    assert_eq!(
+        placed.workload.as_deref(),
+        Some("tgi-gemma"),
+        "pod → ReplicaSet → Deployment by owner references"
+    );
     assert_eq!(placed.attr("workload_kind"), Some("Deployment"));
     assert_eq!(placed.attr("requests.nvidia.com/gpu"), Some("2"));
     let oom = d.of_kind("oom_killed")[0];
     assert_eq!(oom.time_ns, ns("2026-11-29T10:19:58Z"));
-    assert_eq!((oom.attr("container"), oom.attr("exit_code"), oom.reason.as_deref()), (Some("tgi"), Some("137"), Some("OOMKilled")));
+    assert_eq!(
+        (
+            oom.attr("container"),
+            oom.attr("exit_code"),
+            oom.reason.as_deref()
+        ),
+        (Some("tgi"), Some("137"), Some("OOMKilled"))
+    );
 
     let nd = d.of_kind("kernel_deadlock")[0];
-    assert_eq!((nd.source.as_str(), nd.layer.as_str(), nd.severity.as_str()), ("node-problem-detector", "infrastructure", "warning"));
+    assert_eq!(
+        (nd.source.as_str(), nd.layer.as_str(), nd.severity.as_str()),
+        ("node-problem-detector", "infrastructure", "warning")
+    );
     assert_eq!(nd.node.as_deref(), Some("gke-gpu-9"));
     assert_eq!(nd.attr("accelerator"), Some("nvidia-l4"));
     let nr = d.of_kind("node_not_ready")[0];
-    assert_eq!((nr.time_ns, nr.severity.as_str()), (ns("2026-11-29T10:55:00Z"), "error"));
+    assert_eq!(
+        (nr.time_ns, nr.severity.as_str()),
+        (ns("2026-11-29T10:55:00Z"), "error")
+    );
     assert_eq!(d.of_kind("memory_pressure_cleared").len(), 1);
-    assert_eq!(d.of_kind("node_cordoned")[0].time_ns, ns("2026-11-29T11:00:00Z"));
+    assert_eq!(
+        d.of_kind("node_cordoned")[0].time_ns,
+        ns("2026-11-29T11:00:00Z")
+    );
 
     let configs = d.of_kind("config");
     assert_eq!(configs.len(), 3);
     let scaled = d.of_kind("scaled");
     assert_eq!(scaled.len(), 1);
-    assert_eq!(scaled[0].time_ns, ns("2026-11-29T10:14:00Z"), "last spec write, not the status write");
-    assert_eq!((scaled[0].attr("from_replicas"), scaled[0].attr("to_replicas")), (Some("1"), Some("3")));
+    assert_eq!(
+        scaled[0].time_ns,
+        ns("2026-11-29T10:14:00Z"),
+        "last spec write, not the status write"
+    );
+    assert_eq!(
+        (
+            scaled[0].attr("from_replicas"),
+            scaled[0].attr("to_replicas")
+        ),
+        (Some("1"), Some("3"))
+    );
     assert_eq!(scaled[0].attr("requests.nvidia.com/gpu"), Some("6"));
     let susp = d.of_kind("suspended")[0];
-    assert_eq!((susp.workload.as_deref(), susp.time_ns), (Some("finetune-gemma-l4"), ns("2026-11-29T10:15:02Z")));
-    let jc = configs.iter().find(|c| c.workload.as_deref() == Some("finetune-gemma-l4")).unwrap();
-    assert_eq!((jc.attr("parallelism"), jc.attr("suspend"), jc.attr("queue_name")), (Some("2"), Some("true"), Some("lq-llm")));
+    assert_eq!(
+        (susp.workload.as_deref(), susp.time_ns),
+        (Some("finetune-gemma-l4"), ns("2026-11-29T10:15:02Z"))
+    );
+    let jc = configs
+        .iter()
+        .find(|c| c.workload.as_deref() == Some("finetune-gemma-l4"))
+        .unwrap();
+    assert_eq!(
+        (
+            jc.attr("parallelism"),
+            jc.attr("suspend"),
+            jc.attr("queue_name")
+        ),
+        (Some("2"), Some("true"), Some("lq-llm"))
+    );
     assert_eq!(jc.event_id, "k8s-job:j1:config:3");
 }
 
@@ -313,47 +483,122 @@ fn learned_ownership_carries_across_files() {
             "ownerReferences": [{"kind": "Job", "name": "train-llama", "controller": true}]},
         "spec": {}, "status": {}});
     let d = decode_with(&mut dec, "pods.json", pod.to_string().as_bytes());
-    assert_eq!(d.counts.skipped, 1, "a pod with no node and no times has nothing datable");
-    let mut e = event("k", "Killing", "Stopping container main", "2026-11-29T10:00:00Z", "2026-11-29T10:00:00Z", 1);
+    assert_eq!(
+        d.counts.skipped, 1,
+        "a pod with no node and no times has nothing datable"
+    );
+    let mut e = event(
+        "k",
+        "Killing",
+        "Stopping container main",
+        "2026-11-29T10:00:00Z",
+        "2026-11-29T10:00:00Z",
+        1,
+    );
     e["involvedObject"] = json!({"kind": "Pod", "name": "worker", "namespace": "ml"});
     let d = decode_with(&mut dec, "events.json", e.to_string().as_bytes());
-    assert_eq!(d.rows[0].workload.as_deref(), Some("train-llama"), "no naming rule could tell this");
+    assert_eq!(
+        d.rows[0].workload.as_deref(),
+        Some("train-llama"),
+        "no naming rule could tell this"
+    );
 }
 
 #[test]
 fn bad_records_are_rejected_whole_and_the_rest_is_kept() {
-    let good = event("g", "Pulled", "ok", "2026-11-29T10:00:00Z", "2026-11-29T10:00:00Z", 1).to_string();
-    let odd_time = event("o", "Pulled", "ok", "2026-13-45T99:00:00Z", "2026-11-29T10:00:00Z", 1).to_string();
-    let no_time = json!({"kind": "Event", "metadata": {"name": "n"}, "reason": "Pulled"}).to_string();
-    let wrong_type = json!({"kind": "Event", "metadata": {"name": "n"}, "count": "many"}).to_string();
+    let good = event(
+        "g",
+        "Pulled",
+        "ok",
+        "2026-11-29T10:00:00Z",
+        "2026-11-29T10:00:00Z",
+        1,
+    )
+    .to_string();
+    let odd_time = event(
+        "o",
+        "Pulled",
+        "ok",
+        "2026-13-45T99:00:00Z",
+        "2026-11-29T10:00:00Z",
+        1,
+    )
+    .to_string();
+    let no_time =
+        json!({"kind": "Event", "metadata": {"name": "n"}, "reason": "Pulled"}).to_string();
+    let wrong_type =
+        json!({"kind": "Event", "metadata": {"name": "n"}, "count": "many"}).to_string();
     let no_kind = json!({"metadata": {"name": "n"}}).to_string();
-    let unknown = json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "n"}}).to_string();
-    let input = format!("{good}\n{{\"kind\":\"Event\",\"metadata\":\n{odd_time}\n{no_time}\n{wrong_type}\n{no_kind}\n7\n{unknown}\n{good}\n");
+    let unknown =
+        json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "n"}}).to_string();
+    let input = format!(
+        "{good}\n{{\"kind\":\"Event\",\"metadata\":\n{odd_time}\n{no_time}\n{wrong_type}\n{no_kind}\n7\n{unknown}\n{good}\n"
+    );
     let d = decode_bytes("mixed.jsonl", input.as_bytes());
     assert_eq!(d.counts.records, 9);
-    assert_eq!((d.counts.produced, d.counts.skipped, d.counts.rejected), (2, 1, 6));
-    let errs: Vec<(&str, &str)> = d.dead.iter().map(|x| (x.source_ref.as_str(), x.error.as_str())).collect();
+    assert_eq!(
+        (d.counts.produced, d.counts.skipped, d.counts.rejected),
+        (2, 1, 6)
+    );
+    let errs: Vec<(&str, &str)> = d
+        .dead
+        .iter()
+        .map(|x| (x.source_ref.as_str(), x.error.as_str()))
+        .collect();
     assert_eq!(errs[0].0, "mixed.jsonl:2");
     assert!(errs[0].1.starts_with("invalid JSON"), "{}", errs[0].1);
     assert_eq!(d.dead[0].payload, b"{\"kind\":\"Event\",\"metadata\":");
     assert_eq!(errs[1].0, "mixed.jsonl:3");
-    assert!(errs[1].1.contains("unreadable firstTimestamp '2026-13-45T99:00:00Z'"), "{}", errs[1].1);
+    assert!(
+        errs[1]
+            .1
+            .contains("unreadable firstTimestamp '2026-13-45T99:00:00Z'"),
+        "{}",
+        errs[1].1
+    );
     assert!(errs[2].1.contains("has no time"), "{}", errs[2].1);
-    assert!(errs[3].1.contains("does not match its schema") && errs[3].1.contains("'many' is not an integer"), "{}", errs[3].1);
+    assert!(
+        errs[3].1.contains("does not match its schema")
+            && errs[3].1.contains("'many' is not an integer"),
+        "{}",
+        errs[3].1
+    );
     assert!(errs[4].1.contains("no `kind`"), "{}", errs[4].1);
-    assert!(errs[5].1.contains("not a Kubernetes object"), "{}", errs[5].1);
+    assert!(
+        errs[5].1.contains("not a Kubernetes object"),
+        "{}",
+        errs[5].1
+    );
     assert_eq!(errs[5].0, "mixed.jsonl:7");
-    assert_eq!(d.dead[1].payload, odd_time.as_bytes(), "the record verbatim");
+    assert_eq!(
+        d.dead[1].payload,
+        odd_time.as_bytes(),
+        "the record verbatim"
+    );
 }
 
 #[test]
 fn kafka_message_is_one_record_all_or_nothing() {
-    let good = event("g", "Pulled", "ok", "2026-11-29T10:00:00Z", "2026-11-29T10:00:00Z", 1).to_string();
+    let good = event(
+        "g",
+        "Pulled",
+        "ok",
+        "2026-11-29T10:00:00Z",
+        "2026-11-29T10:00:00Z",
+        1,
+    )
+    .to_string();
     let d = decode_kafka(good.as_bytes());
-    assert_eq!((d.counts.records, d.counts.produced, d.rows.len()), (1, 1, 1));
+    assert_eq!(
+        (d.counts.records, d.counts.produced, d.rows.len()),
+        (1, 1, 1)
+    );
     let two = format!("{good}\n{}\n", event("h", "Pulled", "ok", "bad", "bad", 1));
     let d = decode_kafka(two.as_bytes());
-    assert_eq!((d.counts.records, d.counts.rejected, d.rows.len()), (1, 1, 0));
+    assert_eq!(
+        (d.counts.records, d.counts.rejected, d.rows.len()),
+        (1, 1, 0)
+    );
     assert_eq!(d.dead[0].source_ref, "k8s-events/0/42");
     assert_eq!(d.dead[0].payload, two.as_bytes());
     let d = decode_kafka(b"");
@@ -362,26 +607,55 @@ fn kafka_message_is_one_record_all_or_nothing() {
 
 #[test]
 fn oversized_documents_are_rejected_and_large_lists_are_fine() {
-    let big = event("big", "Pulled", &"x".repeat(9 * 1024 * 1024), "2026-11-29T10:00:00Z", "2026-11-29T10:00:00Z", 1);
+    let big = event(
+        "big",
+        "Pulled",
+        &"x".repeat(9 * 1024 * 1024),
+        "2026-11-29T10:00:00Z",
+        "2026-11-29T10:00:00Z",
+        1,
+    );
     let d = decode_bytes("big.json", big.to_string().as_bytes());
     assert_eq!(d.counts.rejected, 1);
     assert!(d.dead[0].error.contains("over the"), "{}", d.dead[0].error);
     let items: Vec<_> = (0..20_000)
-        .map(|i| event(&format!("u{i}"), "Pulled", "ok", "2026-11-29T10:00:00Z", "2026-11-29T10:00:00Z", 1))
+        .map(|i| {
+            event(
+                &format!("u{i}"),
+                "Pulled",
+                "ok",
+                "2026-11-29T10:00:00Z",
+                "2026-11-29T10:00:00Z",
+                1,
+            )
+        })
         .collect();
     let list = json!({"kind": "List", "apiVersion": "v1", "items": items}).to_string();
     let d = decode_bytes("list.json", list.as_bytes());
-    assert_eq!((d.counts.records, d.counts.produced, d.rows.len()), (20_000, 20_000, 20_000));
+    assert_eq!(
+        (d.counts.records, d.counts.produced, d.rows.len()),
+        (20_000, 20_000, 20_000)
+    );
 }
 
 #[test]
 fn yaml_list_with_one_bad_item() {
     let yaml = "apiVersion: v1\nkind: List\nitems:\n- kind: Event\n  metadata: {name: a, uid: a}\n  reason: Pulled\n  firstTimestamp: 2026-11-29T10:00:00Z\n- kind: Event\n  metadata: {name: b, uid: b}\n  reason: Pulled\n  firstTimestamp: not-a-time\n";
     let d = decode_bytes("list.yaml", yaml.as_bytes());
-    assert_eq!((d.counts.records, d.counts.produced, d.counts.rejected), (2, 1, 1));
+    assert_eq!(
+        (d.counts.records, d.counts.produced, d.counts.rejected),
+        (2, 1, 1)
+    );
     assert!(d.dead[0].error.contains("not-a-time"));
-    assert!(String::from_utf8_lossy(&d.dead[0].payload).contains("not-a-time"), "the item as JSON");
+    assert!(
+        String::from_utf8_lossy(&d.dead[0].payload).contains("not-a-time"),
+        "the item as JSON"
+    );
     let broken = decode_bytes("broken.yaml", b"kind: Event\nmetadata: [unclosed\n");
     assert_eq!(broken.counts.rejected, 1);
-    assert!(broken.dead[0].error.starts_with("invalid YAML"), "{}", broken.dead[0].error);
+    assert!(
+        broken.dead[0].error.starts_with("invalid YAML"),
+        "{}",
+        broken.dead[0].error
+    );
 }

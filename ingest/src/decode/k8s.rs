@@ -121,7 +121,12 @@ enum Outcome {
 impl K8sDecoder {
     /// Reads one object (or watch event / list), appending its rows to `self.rows`.
     /// On error nothing is left appended.
-    fn object(&mut self, bytes: &[u8], implied_kind: Option<&str>, depth: usize) -> Result<Outcome, K8sError> {
+    fn object(
+        &mut self,
+        bytes: &[u8],
+        implied_kind: Option<&str>,
+        depth: usize,
+    ) -> Result<Outcome, K8sError> {
         let mark = self.rows.len();
         let r = self.object_inner(bytes, implied_kind, depth);
         match r {
@@ -134,24 +139,38 @@ impl K8sDecoder {
         }
     }
 
-    fn object_inner(&mut self, bytes: &[u8], implied_kind: Option<&str>, depth: usize) -> Result<(), K8sError> {
+    fn object_inner(
+        &mut self,
+        bytes: &[u8],
+        implied_kind: Option<&str>,
+        depth: usize,
+    ) -> Result<(), K8sError> {
         if bytes.len() > MAX_RECORD_BYTES {
             return Err(K8sError::TooLarge(bytes.len(), MAX_RECORD_BYTES));
         }
         if depth > MAX_DEPTH {
-            return Err(K8sError::NotObject(format!("watch events or lists nested more than {MAX_DEPTH} deep")));
+            return Err(K8sError::NotObject(format!(
+                "watch events or lists nested more than {MAX_DEPTH} deep"
+            )));
         }
         let head: Head = match serde_json::from_slice(bytes) {
             Ok(h) => h,
             Err(e) if e.is_data() => {
-                return Err(K8sError::NotObject(format!("expected a JSON object with a `kind` ({e})")));
+                return Err(K8sError::NotObject(format!(
+                    "expected a JSON object with a `kind` ({e})"
+                )));
             }
             Err(e) => return Err(K8sError::Json(e.to_string())),
         };
         if let Some(obj) = head.object {
             // A watch event. ERROR carries a Status, BOOKMARK only a resourceVersion.
-            let wtype = head.type_.and_then(|t| serde_json::from_str::<objects::Text>(t.get()).ok());
-            if matches!(wtype.as_ref().map(|t| t.as_str()), Some("ERROR" | "BOOKMARK")) {
+            let wtype = head
+                .type_
+                .and_then(|t| serde_json::from_str::<objects::Text>(t.get()).ok());
+            if matches!(
+                wtype.as_ref().map(|t| t.as_str()),
+                Some("ERROR" | "BOOKMARK")
+            ) {
                 return Ok(());
             }
             return self.object_inner(obj.get().as_bytes(), None, depth + 1);
@@ -159,7 +178,9 @@ impl K8sDecoder {
         let kind = text(&head.kind).or(implied_kind);
         if let Some(items) = head.items {
             // A List nested in a watch event: its items are read as part of this record.
-            let item_kind = kind.and_then(|k| k.strip_suffix("List")).filter(|k| !k.is_empty());
+            let item_kind = kind
+                .and_then(|k| k.strip_suffix("List"))
+                .filter(|k| !k.is_empty());
             for item in items {
                 self.object_inner(item.get().as_bytes(), item_kind, depth + 1)?;
             }
@@ -168,13 +189,18 @@ impl K8sDecoder {
         let Some(kind) = kind else {
             return Err(K8sError::NotObject("the document has no `kind`".into()));
         };
-        let schema = |e: serde_json::Error| K8sError::Schema { kind: kind.to_string(), detail: e.to_string() };
+        let schema = |e: serde_json::Error| K8sError::Schema {
+            kind: kind.to_string(),
+            detail: e.to_string(),
+        };
         match kind {
             "Event" => {
                 let ev: Event = serde_json::from_slice(bytes).map_err(schema)?;
                 events::event_rows(&ev, &self.owners, &mut self.rows)
             }
-            "Workload" if text(&head.api_version).is_none_or(|v| v.starts_with("kueue.x-k8s.io/")) => {
+            "Workload"
+                if text(&head.api_version).is_none_or(|v| v.starts_with("kueue.x-k8s.io/")) =>
+            {
                 let wl: Workload = serde_json::from_slice(bytes).map_err(schema)?;
                 kueue::workload_rows(&wl, &mut self.owners, &mut self.rows)
             }
@@ -217,27 +243,65 @@ impl K8sDecoder {
                 Ok(items) if !items.is_empty() => {
                     for it in items {
                         let b = it.get().as_bytes();
-                        out.push(Rec { bytes: b, offset: offset + sub_offset(bytes, b), implied: None, error: None });
+                        out.push(Rec {
+                            bytes: b,
+                            offset: offset + sub_offset(bytes, b),
+                            implied: None,
+                            error: None,
+                        });
                     }
                 }
-                Ok(_) => out.push(Rec { bytes, offset, implied: None, error: None }),
-                Err(e) => out.push(Rec { bytes, offset, implied: None, error: Some(K8sError::Json(e.to_string())) }),
+                Ok(_) => out.push(Rec {
+                    bytes,
+                    offset,
+                    implied: None,
+                    error: None,
+                }),
+                Err(e) => out.push(Rec {
+                    bytes,
+                    offset,
+                    implied: None,
+                    error: Some(K8sError::Json(e.to_string())),
+                }),
             }
             return;
         }
         if memchr::memmem::find(bytes, b"\"items\"").is_none() {
-            out.push(Rec { bytes, offset, implied: None, error: None });
+            out.push(Rec {
+                bytes,
+                offset,
+                implied: None,
+                error: None,
+            });
             return;
         }
         match serde_json::from_slice::<ListHead>(bytes) {
-            Ok(ListHead { kind, items: Some(items) }) if !items.is_empty() => {
-                let implied = kind.and_then(|k| k.as_str().strip_suffix("List").filter(|s| !s.is_empty()).map(str::to_string));
+            Ok(ListHead {
+                kind,
+                items: Some(items),
+            }) if !items.is_empty() => {
+                let implied = kind.and_then(|k| {
+                    k.as_str()
+                        .strip_suffix("List")
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string)
+                });
                 for it in items {
                     let b = it.get().as_bytes();
-                    out.push(Rec { bytes: b, offset: offset + sub_offset(bytes, b), implied: implied.clone(), error: None });
+                    out.push(Rec {
+                        bytes: b,
+                        offset: offset + sub_offset(bytes, b),
+                        implied: implied.clone(),
+                        error: None,
+                    });
                 }
             }
-            _ => out.push(Rec { bytes, offset, implied: None, error: None }),
+            _ => out.push(Rec {
+                bytes,
+                offset,
+                implied: None,
+                error: None,
+            }),
         }
     }
 }
@@ -307,24 +371,41 @@ impl Decoder for K8sDecoder {
                     out.skip();
                     return;
                 }
-                let mut lines = LineCounter { input: bytes, pos: 0, line: 0 };
+                let mut lines = LineCounter {
+                    input: bytes,
+                    pos: 0,
+                    line: 0,
+                };
                 for piece in pieces {
                     match piece {
-                        Piece::Bad { bytes: b, offset, error } => {
+                        Piece::Bad {
+                            bytes: b,
+                            offset,
+                            error,
+                        } => {
                             out.begin_record();
-                            let o = Origin::File { path, line: line + lines.line_at(offset) };
+                            let o = Origin::File {
+                                path,
+                                line: line + lines.line_at(offset),
+                            };
                             out.reject(&o, Format::K8s, &error.to_string(), b);
                         }
                         Piece::Json { bytes: b, offset } => {
                             let mut recs = Vec::new();
                             Self::records(b, offset, &mut recs);
                             for rec in recs {
-                                let o = Origin::File { path, line: line + lines.line_at(rec.offset) };
+                                let o = Origin::File {
+                                    path,
+                                    line: line + lines.line_at(rec.offset),
+                                };
                                 self.one_record(rec, &o, cluster, out);
                             }
                         }
                         Piece::Yaml { text: t, offset } => {
-                            let o = Origin::File { path, line: line + lines.line_at(offset) };
+                            let o = Origin::File {
+                                path,
+                                line: line + lines.line_at(offset),
+                            };
                             match split::yaml_to_json(t) {
                                 Ok(json) => {
                                     let mut recs = Vec::new();
@@ -333,8 +414,14 @@ impl Decoder for K8sDecoder {
                                     for rec in recs {
                                         // Items of a YAML List are kept as their JSON form;
                                         // a lone document keeps its YAML text.
-                                        let raw: &[u8] = if single { t.as_bytes() } else { rec.bytes };
-                                        let rec = Rec { bytes: rec.bytes, offset: 0, implied: rec.implied, error: rec.error };
+                                        let raw: &[u8] =
+                                            if single { t.as_bytes() } else { rec.bytes };
+                                        let rec = Rec {
+                                            bytes: rec.bytes,
+                                            offset: 0,
+                                            implied: rec.implied,
+                                            error: rec.error,
+                                        };
                                         self.one_record_with_payload(rec, raw, &o, cluster, out);
                                     }
                                 }
@@ -352,12 +439,25 @@ impl Decoder for K8sDecoder {
 }
 
 impl K8sDecoder {
-    fn one_record(&mut self, rec: Rec<'_>, origin: &Origin<'_>, cluster: Option<&str>, out: &mut Output) {
+    fn one_record(
+        &mut self,
+        rec: Rec<'_>,
+        origin: &Origin<'_>,
+        cluster: Option<&str>,
+        out: &mut Output,
+    ) {
         let raw = rec.bytes;
         self.one_record_with_payload(rec, raw, origin, cluster, out);
     }
 
-    fn one_record_with_payload(&mut self, rec: Rec<'_>, payload: &[u8], origin: &Origin<'_>, cluster: Option<&str>, out: &mut Output) {
+    fn one_record_with_payload(
+        &mut self,
+        rec: Rec<'_>,
+        payload: &[u8],
+        origin: &Origin<'_>,
+        cluster: Option<&str>,
+        out: &mut Output,
+    ) {
         out.begin_record();
         let result = match rec.error {
             Some(e) => Err(e),

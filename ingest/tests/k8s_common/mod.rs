@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use arrow::array::{Array, BinaryArray, MapArray, RecordBatch, StringArray, TimestampNanosecondArray};
+use arrow::array::{
+    Array, BinaryArray, MapArray, RecordBatch, StringArray, TimestampNanosecondArray,
+};
 use whyslow_ingest::decode::k8s::K8sDecoder;
 use whyslow_ingest::decode::{Counts, Decoder, Hints, Origin, Output};
 
@@ -65,29 +67,57 @@ pub fn samples() -> PathBuf {
 }
 
 fn strings(b: &RecordBatch, name: &str) -> Vec<Option<String>> {
-    let a = b.column_by_name(name).unwrap().as_any().downcast_ref::<StringArray>().unwrap();
-    (0..a.len()).map(|i| (!a.is_null(i)).then(|| a.value(i).to_string())).collect()
+    let a = b
+        .column_by_name(name)
+        .unwrap()
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .unwrap();
+    (0..a.len())
+        .map(|i| (!a.is_null(i)).then(|| a.value(i).to_string()))
+        .collect()
 }
 
 /// Reads the builders' rows back.
 pub fn collect(mut out: Output) -> Decoded {
     let b = out.events.finish();
-    let times = b.column_by_name("time").unwrap().as_any().downcast_ref::<TimestampNanosecondArray>().unwrap();
+    let times = b
+        .column_by_name("time")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<TimestampNanosecondArray>()
+        .unwrap();
     let cols: Vec<Vec<Option<String>>> = [
-        "event_id", "layer", "source", "kind", "severity", "cluster", "node", "namespace", "workload", "pod", "reason",
+        "event_id",
+        "layer",
+        "source",
+        "kind",
+        "severity",
+        "cluster",
+        "node",
+        "namespace",
+        "workload",
+        "pod",
+        "reason",
         "message",
     ]
     .iter()
     .map(|n| strings(&b, n))
     .collect();
-    let attrs = b.column_by_name("attrs").unwrap().as_any().downcast_ref::<MapArray>().unwrap();
+    let attrs = b
+        .column_by_name("attrs")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<MapArray>()
+        .unwrap();
     let mut rows = Vec::new();
     for i in 0..b.num_rows() {
         let m = attrs.value(i);
         let keys = m.column(0).as_any().downcast_ref::<StringArray>().unwrap();
         let vals = m.column(1).as_any().downcast_ref::<StringArray>().unwrap();
-        let a: BTreeMap<String, String> =
-            (0..keys.len()).map(|j| (keys.value(j).to_string(), vals.value(j).to_string())).collect();
+        let a: BTreeMap<String, String> = (0..keys.len())
+            .map(|j| (keys.value(j).to_string(), vals.value(j).to_string()))
+            .collect();
         let s = |c: usize| cols[c][i].clone();
         rows.push(Ev {
             time_ns: times.value(i),
@@ -109,12 +139,25 @@ pub fn collect(mut out: Output) -> Decoded {
     let d = out.dead.finish();
     let refs = strings(&d, "source_ref");
     let errs = strings(&d, "error");
-    let payload = d.column_by_name("payload").unwrap().as_any().downcast_ref::<BinaryArray>().unwrap();
+    let payload = d
+        .column_by_name("payload")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<BinaryArray>()
+        .unwrap();
     let dead = (0..d.num_rows())
-        .map(|i| Dead { source_ref: refs[i].clone().unwrap(), error: errs[i].clone().unwrap(), payload: payload.value(i).to_vec() })
+        .map(|i| Dead {
+            source_ref: refs[i].clone().unwrap(),
+            error: errs[i].clone().unwrap(),
+            payload: payload.value(i).to_vec(),
+        })
         .collect();
     assert!(out.counts.balances(), "accounting broken: {:?}", out.counts);
-    Decoded { counts: out.counts, rows, dead }
+    Decoded {
+        counts: out.counts,
+        rows,
+        dead,
+    }
 }
 
 /// Decodes bytes as one file named `name` with a fresh decoder.
@@ -126,8 +169,19 @@ pub fn decode_bytes(name: &str, bytes: &[u8]) -> Decoded {
 /// Decodes bytes as one file with the given decoder (its learned state carries over).
 pub fn decode_with(d: &mut K8sDecoder, name: &str, bytes: &[u8]) -> Decoded {
     let mut out = Output::new(1);
-    let hints = Hints { cluster: Some("test-cluster".into()), ..Hints::default() };
-    d.decode(bytes, &Origin::File { path: name, line: 1 }, &hints, &mut out);
+    let hints = Hints {
+        cluster: Some("test-cluster".into()),
+        ..Hints::default()
+    };
+    d.decode(
+        bytes,
+        &Origin::File {
+            path: name,
+            line: 1,
+        },
+        &hints,
+        &mut out,
+    );
     d.finish(&hints, &mut out);
     collect(out)
 }
@@ -136,7 +190,16 @@ pub fn decode_with(d: &mut K8sDecoder, name: &str, bytes: &[u8]) -> Decoded {
 pub fn decode_kafka(bytes: &[u8]) -> Decoded {
     let mut d = K8sDecoder::new();
     let mut out = Output::new(1);
-    d.decode(bytes, &Origin::Kafka { topic: "k8s-events", partition: 0, offset: 42 }, &Hints::default(), &mut out);
+    d.decode(
+        bytes,
+        &Origin::Kafka {
+            topic: "k8s-events",
+            partition: 0,
+            offset: 42,
+        },
+        &Hints::default(),
+        &mut out,
+    );
     collect(out)
 }
 

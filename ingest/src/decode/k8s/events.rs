@@ -23,10 +23,25 @@ use super::row::{Attrs, K8sError, Row, content_hash, opt_time};
 fn floor_severity(kind: &str) -> Severity {
     match kind {
         "node_not_ready" | "kernel_oops" | "kernel_deadlock" => Severity::Error,
-        "rebooted" | "node_shutdown" | "node_termination" | "task_hung" | "oom_killed" | "preempted"
-        | "evicted" | "failed_scheduling" | "back_off" | "image_pull_failed" | "image_pull_back_off"
-        | "backoff_limit_exceeded" | "deadline_exceeded" | "pending" | "inadmissible" | "memory_pressure"
-        | "disk_pressure" | "pid_pressure" | "maintenance" => Severity::Warning,
+        "rebooted"
+        | "node_shutdown"
+        | "node_termination"
+        | "task_hung"
+        | "oom_killed"
+        | "preempted"
+        | "evicted"
+        | "failed_scheduling"
+        | "back_off"
+        | "image_pull_failed"
+        | "image_pull_back_off"
+        | "backoff_limit_exceeded"
+        | "deadline_exceeded"
+        | "pending"
+        | "inadmissible"
+        | "memory_pressure"
+        | "disk_pressure"
+        | "pid_pressure"
+        | "maintenance" => Severity::Warning,
         _ => Severity::Info,
     }
 }
@@ -49,7 +64,11 @@ fn container_of_field_path(fp: &str) -> Option<&str> {
 /// Appends the rows of one Event.
 pub fn event_rows(ev: &Event<'_>, owners: &Owners, rows: &mut Vec<Row>) -> Result<(), K8sError> {
     let empty = ObjectRef::default();
-    let involved = ev.involved_object.as_ref().or(ev.regarding.as_ref()).unwrap_or(&empty);
+    let involved = ev
+        .involved_object
+        .as_ref()
+        .or(ev.regarding.as_ref())
+        .unwrap_or(&empty);
     let reason = text(&ev.reason).unwrap_or("");
     let message = text(&ev.message).or_else(|| text(&ev.note));
     let msg = message.unwrap_or("");
@@ -67,11 +86,21 @@ pub fn event_rows(ev: &Event<'_>, owners: &Owners, rows: &mut Vec<Row>) -> Resul
     let what = "Event";
     let first = match opt_time(what, name, "firstTimestamp", &ev.first_timestamp)? {
         Some(t) => Some(t),
-        None => match opt_time(what, name, "deprecatedFirstTimestamp", &ev.deprecated_first_timestamp)? {
+        None => match opt_time(
+            what,
+            name,
+            "deprecatedFirstTimestamp",
+            &ev.deprecated_first_timestamp,
+        )? {
             Some(t) => Some(t),
             None => match opt_time(what, name, "eventTime", &ev.event_time)? {
                 Some(t) => Some(t),
-                None => opt_time(what, name, "metadata.creationTimestamp", &ev.metadata.creation_timestamp)?,
+                None => opt_time(
+                    what,
+                    name,
+                    "metadata.creationTimestamp",
+                    &ev.metadata.creation_timestamp,
+                )?,
             },
         },
     };
@@ -81,13 +110,22 @@ pub fn event_rows(ev: &Event<'_>, owners: &Owners, rows: &mut Vec<Row>) -> Resul
     let n = legacy_count.max(series_count).max(1);
     let legacy_last = match opt_time(what, name, "lastTimestamp", &ev.last_timestamp)? {
         Some(t) => Some(t),
-        None => opt_time(what, name, "deprecatedLastTimestamp", &ev.deprecated_last_timestamp)?,
+        None => opt_time(
+            what,
+            name,
+            "deprecatedLastTimestamp",
+            &ev.deprecated_last_timestamp,
+        )?,
     };
     let series_last = match series {
         Some(s) => opt_time(what, name, "series.lastObservedTime", &s.last_observed_time)?,
         None => None,
     };
-    let last = if series_count >= legacy_count { series_last.or(legacy_last) } else { legacy_last.or(series_last) };
+    let last = if series_count >= legacy_count {
+        series_last.or(legacy_last)
+    } else {
+        legacy_last.or(series_last)
+    };
     if first.is_none() && last.is_none() {
         return Err(K8sError::NoTime {
             what,
@@ -104,7 +142,10 @@ pub fn event_rows(ev: &Event<'_>, owners: &Owners, rows: &mut Vec<Row>) -> Resul
         Some(uid) => format!("k8s:{uid}"),
         None => {
             let first_s = first.map(|t| t.to_string()).unwrap_or_default();
-            format!("k8s:h{}", content_hash(&[namespace.unwrap_or(""), name, reason, &first_s]))
+            format!(
+                "k8s:h{}",
+                content_hash(&[namespace.unwrap_or(""), name, reason, &first_s])
+            )
         }
     };
 
@@ -160,7 +201,9 @@ pub fn event_rows(ev: &Event<'_>, owners: &Owners, rows: &mut Vec<Row>) -> Resul
                 attrs.push("child_name", cn);
             }
         }
-        "quota_reserved" | "admitted" | "started" if source == KUEUE => messages::kueue_queue_and_wait(msg, &mut attrs),
+        "quota_reserved" | "admitted" | "started" if source == KUEUE => {
+            messages::kueue_queue_and_wait(msg, &mut attrs)
+        }
         "pending" | "inadmissible" => messages::kueue_pending(msg, &mut attrs),
         "failed_scheduling" => failed_scheduling_attrs(msg, &mut attrs),
         "evicted" | "preempted" | "stopped" => {
@@ -178,7 +221,14 @@ pub fn event_rows(ev: &Event<'_>, owners: &Owners, rows: &mut Vec<Row>) -> Resul
     }
 
     let mut push = |occurrence: i64, t: i64| {
-        let mut r = Row::new(t, format!("{id_base}#{occurrence}"), layer, source, kind.clone(), severity);
+        let mut r = Row::new(
+            t,
+            format!("{id_base}#{occurrence}"),
+            layer,
+            source,
+            kind.clone(),
+            severity,
+        );
         r.node = node.clone();
         r.namespace = namespace.map(str::to_string);
         r.workload = workload.clone();
@@ -206,7 +256,10 @@ pub fn event_rows(ev: &Event<'_>, owners: &Owners, rows: &mut Vec<Row>) -> Resul
 
 fn word_after<'m>(msg: &'m str, marker: &str) -> Option<&'m str> {
     let i = msg.find(marker)? + marker.len();
-    msg[i..].split(|c: char| c == ',' || c == ';' || c.is_whitespace()).next().filter(|w| !w.is_empty())
+    msg[i..]
+        .split(|c: char| c == ',' || c == ';' || c.is_whitespace())
+        .next()
+        .filter(|w| !w.is_empty())
 }
 
 /// `0/3 nodes are available: 1 node(s) had untolerated taint {…}, 2 Insufficient
@@ -225,7 +278,11 @@ fn failed_scheduling_attrs(msg: &str, attrs: &mut Attrs) {
     let mut rest = msg;
     while let Some(i) = rest.find("Insufficient ") {
         rest = &rest[i + "Insufficient ".len()..];
-        let r = rest.split(|c: char| c == ',' || c.is_whitespace()).next().unwrap_or("").trim_end_matches('.');
+        let r = rest
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .next()
+            .unwrap_or("")
+            .trim_end_matches('.');
         if !r.is_empty() && !found.contains(&r) {
             found.push(r);
         }
@@ -269,16 +326,26 @@ mod tests {
 
     #[test]
     fn no_uid_hashes_and_no_time_is_an_error() {
-        let a = rows_of(r#"{"metadata":{"name":"e","namespace":"n"},"reason":"Pulled","firstTimestamp":"2026-11-29T10:00:00Z"}"#);
-        let b = rows_of(r#"{"metadata":{"name":"e","namespace":"n"},"reason":"Pulled","firstTimestamp":"2026-11-29T10:00:00Z","message":"other"}"#);
+        let a = rows_of(
+            r#"{"metadata":{"name":"e","namespace":"n"},"reason":"Pulled","firstTimestamp":"2026-11-29T10:00:00Z"}"#,
+        );
+        let b = rows_of(
+            r#"{"metadata":{"name":"e","namespace":"n"},"reason":"Pulled","firstTimestamp":"2026-11-29T10:00:00Z","message":"other"}"#,
+        );
         assert_eq!(a[0].event_id, b[0].event_id);
         assert!(a[0].event_id.starts_with("k8s:h"));
-        let ev: Event = serde_json::from_str(r#"{"metadata":{"name":"e"},"reason":"Pulled"}"#).unwrap();
+        let ev: Event =
+            serde_json::from_str(r#"{"metadata":{"name":"e"},"reason":"Pulled"}"#).unwrap();
         let err = event_rows(&ev, &Owners::default(), &mut Vec::new()).unwrap_err();
         assert!(err.to_string().contains("no time"), "{err}");
-        let ev: Event = serde_json::from_str(r#"{"metadata":{"name":"e"},"firstTimestamp":"yesterday"}"#).unwrap();
+        let ev: Event =
+            serde_json::from_str(r#"{"metadata":{"name":"e"},"firstTimestamp":"yesterday"}"#)
+                .unwrap();
         let err = event_rows(&ev, &Owners::default(), &mut Vec::new()).unwrap_err();
-        assert!(err.to_string().contains("firstTimestamp 'yesterday'"), "{err}");
+        assert!(
+            err.to_string().contains("firstTimestamp 'yesterday'"),
+            "{err}"
+        );
     }
 
     #[test]

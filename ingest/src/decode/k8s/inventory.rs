@@ -7,7 +7,9 @@ use std::borrow::Cow;
 use whyslow_schemas::{Layer, Severity};
 
 use super::naming::Owners;
-use super::objects::{Condition, Controller, ContainerStatus, Meta, Node, Pod, Resources, Text, text};
+use super::objects::{
+    Condition, ContainerStatus, Controller, Meta, Node, Pod, Resources, Text, text,
+};
 use super::reasons::{KUBERNETES, NPD, snake_case};
 use super::row::{Attrs, K8sError, Row, opt_time, read_time};
 use crate::time::Nanos;
@@ -15,16 +17,26 @@ use crate::time::Nanos;
 fn id_base(prefix: &str, meta: &Meta<'_>) -> String {
     match text(&meta.uid) {
         Some(uid) => format!("{prefix}:{uid}"),
-        None => format!("{prefix}:{}/{}", text(&meta.namespace).unwrap_or(""), text(&meta.name).unwrap_or("")),
+        None => format!(
+            "{prefix}:{}/{}",
+            text(&meta.namespace).unwrap_or(""),
+            text(&meta.name).unwrap_or("")
+        ),
     }
 }
 
 /// Adds `requests.<resource>` summed over containers, times `factor`.
-fn add_requests<'x>(resources: impl Iterator<Item = &'x Resources<'x>>, factor: i64, attrs: &mut Attrs) {
+fn add_requests<'x>(
+    resources: impl Iterator<Item = &'x Resources<'x>>,
+    factor: i64,
+    attrs: &mut Attrs,
+) {
     let mut sums: Vec<(String, f64)> = Vec::new();
     for r in resources {
         for (k, v) in r.requests.iter().flat_map(|p| p.0.iter()) {
-            let Some(q) = super::kueue::parse_quantity(v.as_str()) else { continue };
+            let Some(q) = super::kueue::parse_quantity(v.as_str()) else {
+                continue;
+            };
             match sums.iter_mut().find(|(n, _)| n == k.as_str()) {
                 Some((_, s)) => *s += q * factor as f64,
                 None => sums.push((k.as_str().to_string(), q * factor as f64)),
@@ -32,12 +44,19 @@ fn add_requests<'x>(resources: impl Iterator<Item = &'x Resources<'x>>, factor: 
         }
     }
     for (k, v) in sums {
-        attrs.push(format!("requests.{k}"), super::messages::fmt_seconds((v * 1000.0).round() / 1000.0));
+        attrs.push(
+            format!("requests.{k}"),
+            super::messages::fmt_seconds((v * 1000.0).round() / 1000.0),
+        );
     }
 }
 
 /// A condition's time, or `None` when it has none; unreadable is an error.
-fn condition_time(what: &'static str, name: &str, c: &Condition<'_>) -> Result<Option<Nanos>, K8sError> {
+fn condition_time(
+    what: &'static str,
+    name: &str,
+    c: &Condition<'_>,
+) -> Result<Option<Nanos>, K8sError> {
     let ctype = text(&c.type_).unwrap_or("");
     let field = format!("status.conditions[{ctype}].lastTransitionTime");
     opt_time(what, name, &field, &c.last_transition_time)
@@ -70,7 +89,11 @@ pub fn pod_rows(p: &Pod<'_>, owners: &mut Owners, rows: &mut Vec<Row>) -> Result
             owners.learn_pod(ns, name, k, n);
         }
     }
-    let workload = if name.is_empty() { None } else { owners.pod_workload(ns, name) };
+    let workload = if name.is_empty() {
+        None
+    } else {
+        owners.pod_workload(ns, name)
+    };
     if let Some(w) = &workload {
         attrs.push("workload_kind", w.kind.as_ref());
     }
@@ -81,8 +104,23 @@ pub fn pod_rows(p: &Pod<'_>, owners: &mut Owners, rows: &mut Vec<Row>) -> Result
         attrs.push("priority", pr.0.to_string());
     }
     attrs.opt("priority_class", text(&p.spec.priority_class_name));
-    add_requests(p.spec.containers.iter().flatten().filter_map(|c| c.resources.as_ref()), 1, &mut attrs);
-    let restarts: i64 = p.status.container_statuses.iter().flatten().filter_map(|c| c.restart_count).map(|c| c.0).sum();
+    add_requests(
+        p.spec
+            .containers
+            .iter()
+            .flatten()
+            .filter_map(|c| c.resources.as_ref()),
+        1,
+        &mut attrs,
+    );
+    let restarts: i64 = p
+        .status
+        .container_statuses
+        .iter()
+        .flatten()
+        .filter_map(|c| c.restart_count)
+        .map(|c| c.0)
+        .sum();
     if restarts > 0 {
         attrs.push("restart_count", restarts.to_string());
     }
@@ -101,7 +139,9 @@ pub fn pod_rows(p: &Pod<'_>, owners: &mut Owners, rows: &mut Vec<Row>) -> Result
     let mut latest_condition: Option<Nanos> = None;
     let mut scheduled_at = None;
     for c in conditions {
-        let Some(t) = condition_time(what, name, c)? else { continue };
+        let Some(t) = condition_time(what, name, c)? else {
+            continue;
+        };
         latest_condition = latest_condition.max(Some(t));
         let ctype = text(&c.type_).unwrap_or("");
         let status = text(&c.status).unwrap_or("");
@@ -113,11 +153,20 @@ pub fn pod_rows(p: &Pod<'_>, owners: &mut Owners, rows: &mut Vec<Row>) -> Result
             }
             ("PodScheduled", "False") => "pod_unschedulable",
             ("DisruptionTarget", "True") => {
-                if reason.is_some_and(|r| r.starts_with("Preemption")) { "preempted" } else { "evicted" }
+                if reason.is_some_and(|r| r.starts_with("Preemption")) {
+                    "preempted"
+                } else {
+                    "evicted"
+                }
             }
             _ => continue,
         };
-        let mut r = new_row(t, condition_id(&base, c), Cow::Borrowed(kind), Severity::Warning);
+        let mut r = new_row(
+            t,
+            condition_id(&base, c),
+            Cow::Borrowed(kind),
+            Severity::Warning,
+        );
         r.reason = reason.map(str::to_string);
         r.message = text(&c.message).map(str::to_string);
         if ctype == "DisruptionTarget" {
@@ -131,16 +180,31 @@ pub fn pod_rows(p: &Pod<'_>, owners: &mut Owners, rows: &mut Vec<Row>) -> Result
             Some(t) => Some(t),
             None => match opt_time(what, name, "status.startTime", &p.status.start_time)? {
                 Some(t) => Some(t),
-                None => opt_time(what, name, "metadata.creationTimestamp", &meta.creation_timestamp)?,
+                None => opt_time(
+                    what,
+                    name,
+                    "metadata.creationTimestamp",
+                    &meta.creation_timestamp,
+                )?,
             },
         };
         if let Some(t) = t {
-            rows.push(new_row(t, format!("{base}:placed:{nd}"), Cow::Borrowed("pod_placed"), Severity::Info));
+            rows.push(new_row(
+                t,
+                format!("{base}:placed:{nd}"),
+                Cow::Borrowed("pod_placed"),
+                Severity::Info,
+            ));
         }
     }
 
     let mut latest_finish = None;
-    let statuses = p.status.container_statuses.iter().flatten().chain(p.status.init_container_statuses.iter().flatten());
+    let statuses = p
+        .status
+        .container_statuses
+        .iter()
+        .flatten()
+        .chain(p.status.init_container_statuses.iter().flatten());
     for cs in statuses {
         container_rows(cs, name, &base, &new_row, &mut latest_finish, rows)?;
     }
@@ -149,13 +213,25 @@ pub fn pod_rows(p: &Pod<'_>, owners: &mut Owners, rows: &mut Vec<Row>) -> Result
         && text(&p.status.phase) == Some("Failed")
         && let Some(t) = latest_finish.max(latest_condition)
     {
-        let kind: Cow<'static, str> = if reason == "Evicted" { Cow::Borrowed("evicted") } else { Cow::Owned(snake_case(reason)) };
+        let kind: Cow<'static, str> = if reason == "Evicted" {
+            Cow::Borrowed("evicted")
+        } else {
+            Cow::Owned(snake_case(reason))
+        };
         let msg = text(&p.status.message);
-        let mut r = new_row(t, format!("{base}:status:{reason}"), kind, Severity::Warning);
+        let mut r = new_row(
+            t,
+            format!("{base}:status:{reason}"),
+            kind,
+            Severity::Warning,
+        );
         if let Some(m) = msg
             && let Some(i) = m.find("low on resource: ")
         {
-            let res = m[i + 17..].split(|c: char| c == '.' || c.is_whitespace()).next().unwrap_or("");
+            let res = m[i + 17..]
+                .split(|c: char| c == '.' || c.is_whitespace())
+                .next()
+                .unwrap_or("");
             r.attrs.push("low_resource", res);
         }
         r.reason = Some(reason.to_string());
@@ -163,9 +239,21 @@ pub fn pod_rows(p: &Pod<'_>, owners: &mut Owners, rows: &mut Vec<Row>) -> Result
         rows.push(r);
     }
 
-    if let Some(t) = opt_time(what, name, "metadata.deletionTimestamp", &meta.deletion_timestamp)? {
-        let grace = meta.deletion_grace_period_seconds.map_or(0, |g| g.0.clamp(0, 1 << 31));
-        let mut r = new_row(t - grace * 1_000_000_000, format!("{base}:terminating"), Cow::Borrowed("pod_terminating"), Severity::Info);
+    if let Some(t) = opt_time(
+        what,
+        name,
+        "metadata.deletionTimestamp",
+        &meta.deletion_timestamp,
+    )? {
+        let grace = meta
+            .deletion_grace_period_seconds
+            .map_or(0, |g| g.0.clamp(0, 1 << 31));
+        let mut r = new_row(
+            t - grace * 1_000_000_000,
+            format!("{base}:terminating"),
+            Cow::Borrowed("pod_terminating"),
+            Severity::Info,
+        );
         r.attrs.push("grace_seconds", grace.to_string());
         rows.push(r);
     }
@@ -183,8 +271,12 @@ fn container_rows(
     let cname = text(&cs.name).unwrap_or("");
     let mut seen: Option<&Text<'_>> = None;
     for state in [&cs.state, &cs.last_state].into_iter().flatten() {
-        let Some(term) = &state.terminated else { continue };
-        let Some(fin) = &term.finished_at else { continue };
+        let Some(term) = &state.terminated else {
+            continue;
+        };
+        let Some(fin) = &term.finished_at else {
+            continue;
+        };
         if fin.as_str().trim().is_empty() || seen == Some(fin) {
             continue;
         }
@@ -199,7 +291,12 @@ fn container_rows(
             (_, Some(0)) => ("container_terminated", Severity::Info),
             _ => ("container_terminated", Severity::Warning),
         };
-        let mut r = new_row(t, format!("{base}:{cname}:terminated:{}", fin.as_str().trim()), Cow::Borrowed(kind), sev);
+        let mut r = new_row(
+            t,
+            format!("{base}:{cname}:terminated:{}", fin.as_str().trim()),
+            Cow::Borrowed(kind),
+            sev,
+        );
         r.reason = reason.map(str::to_string);
         r.message = text(&term.message).map(str::to_string);
         r.attrs.push("container", cname);
@@ -217,7 +314,10 @@ fn container_rows(
 
 /// The kind of a Node condition; `None` for states that are not worth a row (Unknown
 /// for anything but Ready).
-fn node_condition_kind(ctype: &str, status: &str) -> Option<(Cow<'static, str>, Severity, &'static str)> {
+fn node_condition_kind(
+    ctype: &str,
+    status: &str,
+) -> Option<(Cow<'static, str>, Severity, &'static str)> {
     let k = |s: &'static str| Cow::Borrowed(s);
     Some(match (ctype, status) {
         ("Ready", "True") => (k("node_ready"), Severity::Info, KUBERNETES),
@@ -229,11 +329,17 @@ fn node_condition_kind(ctype: &str, status: &str) -> Option<(Cow<'static, str>, 
         ("PIDPressure", "True") => (k("pid_pressure"), Severity::Warning, KUBERNETES),
         ("PIDPressure", "False") => (k("pid_pressure_cleared"), Severity::Info, KUBERNETES),
         ("NetworkUnavailable", "True") => (k("network_unavailable"), Severity::Warning, KUBERNETES),
-        ("NetworkUnavailable", "False") => (k("network_unavailable_cleared"), Severity::Info, KUBERNETES),
+        ("NetworkUnavailable", "False") => {
+            (k("network_unavailable_cleared"), Severity::Info, KUBERNETES)
+        }
         // Conditions set by node-problem-detector (KernelDeadlock, ReadonlyFilesystem,
         // FrequentKubeletRestart, …) and other node health agents.
         (other, "True") => (Cow::Owned(snake_case(other)), Severity::Warning, NPD),
-        (other, "False") => (Cow::Owned(format!("{}_cleared", snake_case(other))), Severity::Info, NPD),
+        (other, "False") => (
+            Cow::Owned(format!("{}_cleared", snake_case(other))),
+            Severity::Info,
+            NPD,
+        ),
         _ => return None,
     })
 }
@@ -266,19 +372,35 @@ pub fn node_rows(n: &Node<'_>, rows: &mut Vec<Row>) -> Result<(), K8sError> {
     if n.spec.unschedulable == Some(true) {
         attrs.push("unschedulable", "true");
     }
-    let new_row = |t: Nanos, id: String, kind: Cow<'static, str>, sev: Severity, source: &'static str| {
-        let mut r = Row::new(t, id, Layer::Infrastructure, source, kind, sev);
-        r.node = (!name.is_empty()).then(|| name.to_string());
-        r.attrs = attrs.clone();
-        r
-    };
-    if let Some(t) = opt_time(what, name, "metadata.creationTimestamp", &meta.creation_timestamp)? {
-        rows.push(new_row(t, format!("{base}:registered"), Cow::Borrowed("node_registered"), Severity::Info, KUBERNETES));
+    let new_row =
+        |t: Nanos, id: String, kind: Cow<'static, str>, sev: Severity, source: &'static str| {
+            let mut r = Row::new(t, id, Layer::Infrastructure, source, kind, sev);
+            r.node = (!name.is_empty()).then(|| name.to_string());
+            r.attrs = attrs.clone();
+            r
+        };
+    if let Some(t) = opt_time(
+        what,
+        name,
+        "metadata.creationTimestamp",
+        &meta.creation_timestamp,
+    )? {
+        rows.push(new_row(
+            t,
+            format!("{base}:registered"),
+            Cow::Borrowed("node_registered"),
+            Severity::Info,
+            KUBERNETES,
+        ));
     }
     for c in n.status.conditions.iter().flatten() {
-        let Some(t) = condition_time(what, name, c)? else { continue };
+        let Some(t) = condition_time(what, name, c)? else {
+            continue;
+        };
         let (ctype, status) = (text(&c.type_).unwrap_or(""), text(&c.status).unwrap_or(""));
-        let Some((kind, sev, source)) = node_condition_kind(ctype, status) else { continue };
+        let Some((kind, sev, source)) = node_condition_kind(ctype, status) else {
+            continue;
+        };
         let mut r = new_row(t, condition_id(&base, c), kind, sev, source);
         r.reason = text(&c.reason).map(str::to_string);
         r.message = text(&c.message).map(str::to_string);
@@ -287,7 +409,9 @@ pub fn node_rows(n: &Node<'_>, rows: &mut Vec<Row>) -> Result<(), K8sError> {
         rows.push(r);
     }
     for taint in n.spec.taints.iter().flatten() {
-        let Some(added) = &taint.time_added else { continue };
+        let Some(added) = &taint.time_added else {
+            continue;
+        };
         let key = text(&taint.key).unwrap_or("");
         let t = read_time(what, name, &format!("spec.taints[{key}].timeAdded"), added)?;
         let (kind, sev) = if key == "node.kubernetes.io/unschedulable" {
@@ -316,17 +440,32 @@ fn spec_time(what: &'static str, name: &str, meta: &Meta<'_>) -> Result<Option<N
         if text(&mf.subresource).is_some() {
             continue;
         }
-        latest = latest.max(opt_time(what, name, "metadata.managedFields[].time", &mf.time)?);
+        latest = latest.max(opt_time(
+            what,
+            name,
+            "metadata.managedFields[].time",
+            &mf.time,
+        )?);
     }
     match latest {
         Some(t) => Ok(Some(t)),
-        None => opt_time(what, name, "metadata.creationTimestamp", &meta.creation_timestamp),
+        None => opt_time(
+            what,
+            name,
+            "metadata.creationTimestamp",
+            &meta.creation_timestamp,
+        ),
     }
 }
 
 /// Appends the rows of a Job, Deployment or StatefulSet (`kind`), and of a ReplicaSet
 /// (which only teaches the owners map).
-pub fn controller_rows(kind: &'static str, c: &Controller<'_>, owners: &mut Owners, rows: &mut Vec<Row>) -> Result<(), K8sError> {
+pub fn controller_rows(
+    kind: &'static str,
+    c: &Controller<'_>,
+    owners: &mut Owners,
+    rows: &mut Vec<Row>,
+) -> Result<(), K8sError> {
     let meta = &c.metadata;
     let name = text(&meta.name).unwrap_or("");
     let ns = text(&meta.namespace);
@@ -353,10 +492,22 @@ pub fn controller_rows(kind: &'static str, c: &Controller<'_>, owners: &mut Owne
         attrs.opt("owner_name", text(&o.name));
     }
     attrs.opt("queue_name", meta.label("kueue.x-k8s.io/queue-name"));
-    attrs.opt("priority_class", meta.label("kueue.x-k8s.io/priority-class"));
+    attrs.opt(
+        "priority_class",
+        meta.label("kueue.x-k8s.io/priority-class"),
+    );
     let s = &c.spec;
-    let scale = if kind == "Job" { s.parallelism } else { s.replicas };
-    for (k, v) in [("replicas", s.replicas), ("parallelism", s.parallelism), ("completions", s.completions), ("backoff_limit", s.backoff_limit)] {
+    let scale = if kind == "Job" {
+        s.parallelism
+    } else {
+        s.replicas
+    };
+    for (k, v) in [
+        ("replicas", s.replicas),
+        ("parallelism", s.parallelism),
+        ("completions", s.completions),
+        ("backoff_limit", s.backoff_limit),
+    ] {
         if let Some(v) = v {
             attrs.push(k, v.0.to_string());
         }
@@ -372,7 +523,14 @@ pub fn controller_rows(kind: &'static str, c: &Controller<'_>, owners: &mut Owne
     if let Some(ps) = pod_spec {
         attrs.opt("priority_class_name", text(&ps.priority_class_name));
         let factor = scale.map_or(1, |v| v.0.max(0));
-        add_requests(ps.containers.iter().flatten().filter_map(|c| c.resources.as_ref()), factor, &mut attrs);
+        add_requests(
+            ps.containers
+                .iter()
+                .flatten()
+                .filter_map(|c| c.resources.as_ref()),
+            factor,
+            &mut attrs,
+        );
     }
     let new_row = |t: Nanos, id: String, k: Cow<'static, str>, sev: Severity| {
         let mut r = Row::new(t, id, Layer::Orchestrator, KUBERNETES, k, sev);
@@ -383,20 +541,36 @@ pub fn controller_rows(kind: &'static str, c: &Controller<'_>, owners: &mut Owne
     };
     let generation = meta.generation.map_or(0, |g| g.0);
     if let Some(t) = spec_time(kind, name, meta)? {
-        rows.push(new_row(t, format!("{base}:config:{generation}"), Cow::Borrowed("config"), Severity::Info));
+        rows.push(new_row(
+            t,
+            format!("{base}:config:{generation}"),
+            Cow::Borrowed("config"),
+            Severity::Info,
+        ));
         if let Some(now) = scale
             && let Some(before) = owners.observe_scale(ns, kind, name, now.0)
             && before != now.0
         {
-            let mut r = new_row(t, format!("{base}:scaled:{generation}:{before}:{}", now.0), Cow::Borrowed("scaled"), Severity::Info);
+            let mut r = new_row(
+                t,
+                format!("{base}:scaled:{generation}:{before}:{}", now.0),
+                Cow::Borrowed("scaled"),
+                Severity::Info,
+            );
             r.attrs.push("from_replicas", before.to_string());
             r.attrs.push("to_replicas", now.0.to_string());
-            r.attrs.push("direction", if now.0 > before { "up" } else { "down" });
+            r.attrs
+                .push("direction", if now.0 > before { "up" } else { "down" });
             rows.push(r);
         }
     }
     if let Some(t) = opt_time(kind, name, "status.startTime", &c.status.start_time)? {
-        rows.push(new_row(t, format!("{base}:started:{t}"), Cow::Borrowed("job_started"), Severity::Info));
+        rows.push(new_row(
+            t,
+            format!("{base}:started:{t}"),
+            Cow::Borrowed("job_started"),
+            Severity::Info,
+        ));
     }
     for cond in c.status.conditions.iter().flatten() {
         let ctype = text(&cond.type_).unwrap_or("");
@@ -410,10 +584,14 @@ pub fn controller_rows(kind: &'static str, c: &Controller<'_>, owners: &mut Owne
             (_, "Available", "True") => ("available", Severity::Info),
             (_, "Available", "False") => ("unavailable", Severity::Warning),
             (_, "ReplicaFailure", "True") => ("replica_failure", Severity::Warning),
-            (_, "Progressing", "False") if reason == "ProgressDeadlineExceeded" => ("progress_deadline_exceeded", Severity::Warning),
+            (_, "Progressing", "False") if reason == "ProgressDeadlineExceeded" => {
+                ("progress_deadline_exceeded", Severity::Warning)
+            }
             _ => continue,
         };
-        let Some(t) = condition_time(kind, name, cond)? else { continue };
+        let Some(t) = condition_time(kind, name, cond)? else {
+            continue;
+        };
         let mut r = new_row(t, condition_id(&base, cond), Cow::Borrowed(k), sev);
         r.reason = (!reason.is_empty()).then(|| reason.to_string());
         r.message = text(&cond.message).map(str::to_string);

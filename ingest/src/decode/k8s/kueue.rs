@@ -58,7 +58,9 @@ pub fn condition_kind(ctype: &str, status: &str, reason: &str) -> Cow<'static, s
 
 fn severity(kind: &str, reason: &str) -> Severity {
     match kind {
-        "evicted" | "preempted" | "pending" | "inadmissible" | "pods_not_ready" => Severity::Warning,
+        "evicted" | "preempted" | "pending" | "inadmissible" | "pods_not_ready" => {
+            Severity::Warning
+        }
         "finished" if reason.eq_ignore_ascii_case("failed") => Severity::Warning,
         _ => Severity::Info,
     }
@@ -67,7 +69,9 @@ fn severity(kind: &str, reason: &str) -> Severity {
 /// A Kubernetes quantity (`4`, `500m`, `2Gi`, `1e3`) as a number of base units.
 pub fn parse_quantity(q: &str) -> Option<f64> {
     let q = q.trim();
-    let split = q.find(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E').unwrap_or(q.len());
+    let split = q
+        .find(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E')
+        .unwrap_or(q.len());
     let (num, suffix) = q.split_at(split);
     let (num, suffix) = if suffix.is_empty() && (num.ends_with('E') || num.ends_with('e')) {
         // `2E` is exa, not an exponent.
@@ -111,11 +115,17 @@ fn request_attrs(wl: &Workload<'_>, attrs: &mut Attrs) {
     for ps in wl.spec.pod_sets.iter().flatten() {
         let count = ps.count.map_or(1, |c| c.0.max(0));
         pods += count;
-        let containers = ps.template.as_ref().and_then(|t| t.spec.as_ref()).and_then(|s| s.containers.as_ref());
+        let containers = ps
+            .template
+            .as_ref()
+            .and_then(|t| t.spec.as_ref())
+            .and_then(|s| s.containers.as_ref());
         for c in containers.into_iter().flatten() {
             let reqs = c.resources.as_ref().and_then(|r| r.requests.as_ref());
             for (k, v) in reqs.into_iter().flat_map(|r| r.0.iter()) {
-                let Some(q) = parse_quantity(v.as_str()) else { continue };
+                let Some(q) = parse_quantity(v.as_str()) else {
+                    continue;
+                };
                 match sums.iter_mut().find(|(name, _)| name == k.as_str()) {
                     Some((_, s)) => *s += q * count as f64,
                     None => sums.push((k.as_str().to_string(), q * count as f64)),
@@ -132,7 +142,11 @@ fn request_attrs(wl: &Workload<'_>, attrs: &mut Attrs) {
 }
 
 /// Appends the rows of one Workload and remembers its owner.
-pub fn workload_rows(wl: &Workload<'_>, owners: &mut Owners, rows: &mut Vec<Row>) -> Result<(), K8sError> {
+pub fn workload_rows(
+    wl: &Workload<'_>,
+    owners: &mut Owners,
+    rows: &mut Vec<Row>,
+) -> Result<(), K8sError> {
     let meta = &wl.metadata;
     let name = text(&meta.name).unwrap_or("");
     let ns = text(&meta.namespace);
@@ -147,16 +161,28 @@ pub fn workload_rows(wl: &Workload<'_>, owners: &mut Owners, rows: &mut Vec<Row>
     attrs.opt("workload_uid", text(&meta.uid));
     let queue = text(&wl.spec.queue_name).or_else(|| meta.label("kueue.x-k8s.io/queue-name"));
     attrs.opt("queue_name", queue);
-    let cq = wl.status.admission.as_ref().and_then(|a| text(&a.cluster_queue));
+    let cq = wl
+        .status
+        .admission
+        .as_ref()
+        .and_then(|a| text(&a.cluster_queue));
     attrs.opt("cluster_queue", cq);
     if let Some(p) = wl.spec.priority {
         attrs.push("priority", p.0.to_string());
     }
     let pclass = text(&wl.spec.priority_class_name)
-        .or_else(|| wl.spec.priority_class_ref.as_ref().and_then(|r| text(&r.name)))
+        .or_else(|| {
+            wl.spec
+                .priority_class_ref
+                .as_ref()
+                .and_then(|r| text(&r.name))
+        })
         .or_else(|| meta.label("kueue.x-k8s.io/priority-class"));
     attrs.opt("priority_class", pclass);
-    attrs.opt("priority_class_source", text(&wl.spec.priority_class_source));
+    attrs.opt(
+        "priority_class_source",
+        text(&wl.spec.priority_class_source),
+    );
     attrs.opt("job_uid", meta.label("kueue.x-k8s.io/job-uid"));
     if wl.spec.active == Some(false) {
         attrs.push("active", "false");
@@ -208,8 +234,18 @@ pub fn workload_rows(wl: &Workload<'_>, owners: &mut Owners, rows: &mut Vec<Row>
         r
     };
 
-    if let Some(t) = opt_time(what, name, "metadata.creationTimestamp", &meta.creation_timestamp)? {
-        let mut r = new_row(t, format!("{id_base}:created"), Cow::Borrowed("workload_created"), Severity::Info);
+    if let Some(t) = opt_time(
+        what,
+        name,
+        "metadata.creationTimestamp",
+        &meta.creation_timestamp,
+    )? {
+        let mut r = new_row(
+            t,
+            format!("{id_base}:created"),
+            Cow::Borrowed("workload_created"),
+            Severity::Info,
+        );
         r.attrs = attrs.clone();
         rows.push(r);
     }
@@ -232,14 +268,19 @@ fn condition_row(
     let status = text(&c.status).unwrap_or("");
     let reason = text(&c.reason).unwrap_or("");
     let msg = text(&c.message).unwrap_or("");
-    let Some(ltt) = &c.last_transition_time else { return Ok(None) };
+    let Some(ltt) = &c.last_transition_time else {
+        return Ok(None);
+    };
     if ctype.is_empty() || ltt.as_str().trim().is_empty() {
         return Ok(None);
     }
     let field = format!("status.conditions[{ctype}].lastTransitionTime");
     let t = read_time("Workload", name, &field, ltt)?;
     let kind = condition_kind(ctype, status, reason);
-    let id = format!("{id_base}:{ctype}:{status}:{reason}:{}", ltt.as_str().trim());
+    let id = format!(
+        "{id_base}:{ctype}:{status}:{reason}:{}",
+        ltt.as_str().trim()
+    );
     let mut r = new_row(t, id, kind.clone(), severity(&kind, reason));
     r.reason = (!reason.is_empty()).then(|| reason.to_string());
     r.message = (!msg.is_empty()).then(|| msg.to_string());
@@ -258,10 +299,8 @@ fn condition_row(
             messages::kueue_preemption(msg, &mut attrs);
         }
         "pending" | "inadmissible" => messages::kueue_pending(msg, &mut attrs),
-        "quota_reserved" | "admitted" => {
-            if attrs.get("cluster_queue").is_none() {
-                messages::kueue_queue_and_wait(msg, &mut attrs);
-            }
+        "quota_reserved" | "admitted" if attrs.get("cluster_queue").is_none() => {
+            messages::kueue_queue_and_wait(msg, &mut attrs);
         }
         _ => {}
     }
@@ -287,10 +326,22 @@ mod tests {
     #[test]
     fn condition_kinds() {
         assert_eq!(condition_kind("Evicted", "True", "Preempted"), "evicted");
-        assert_eq!(condition_kind("QuotaReserved", "False", "Pending"), "pending");
-        assert_eq!(condition_kind("Admitted", "False", "NoReservation"), "not_admitted");
-        assert_eq!(condition_kind("DeactivationTarget", "True", "x"), "deactivation_target");
-        assert_eq!(condition_kind("DeactivationTarget", "False", "x"), "deactivation_target_cleared");
+        assert_eq!(
+            condition_kind("QuotaReserved", "False", "Pending"),
+            "pending"
+        );
+        assert_eq!(
+            condition_kind("Admitted", "False", "NoReservation"),
+            "not_admitted"
+        );
+        assert_eq!(
+            condition_kind("DeactivationTarget", "True", "x"),
+            "deactivation_target"
+        );
+        assert_eq!(
+            condition_kind("DeactivationTarget", "False", "x"),
+            "deactivation_target_cleared"
+        );
     }
 
     #[test]
@@ -316,7 +367,10 @@ mod tests {
         assert_eq!(rows[0].kind, "workload_created");
         let ev = &rows[1];
         assert_eq!(ev.kind, "evicted");
-        assert_eq!(ev.event_id, "kueue:w1:Evicted:True:Preempted:2026-11-29T10:05:00Z");
+        assert_eq!(
+            ev.event_id,
+            "kueue:w1:Evicted:True:Preempted:2026-11-29T10:05:00Z"
+        );
         assert_eq!(ev.workload.as_deref(), Some("finetune-gemma-l4"));
         assert_eq!(ev.attrs.get("requests.nvidia.com/gpu"), Some("4"));
         assert_eq!(ev.attrs.get("requests.cpu"), Some("1"));
@@ -324,7 +378,18 @@ mod tests {
         assert_eq!(ev.attrs.get("priority"), Some("100"));
         assert_eq!(ev.attrs.get("preemptor_uid"), Some("w2"));
         assert_eq!(ev.attrs.get("preemption_reason"), Some("InClusterQueue"));
-        assert_eq!(rows[2].attrs.get("preemption_reason"), Some("InClusterQueue"));
-        assert_eq!(rows[2].attrs.0.iter().filter(|(k, _)| k == "preemption_reason").count(), 1);
+        assert_eq!(
+            rows[2].attrs.get("preemption_reason"),
+            Some("InClusterQueue")
+        );
+        assert_eq!(
+            rows[2]
+                .attrs
+                .0
+                .iter()
+                .filter(|(k, _)| k == "preemption_reason")
+                .count(),
+            1
+        );
     }
 }

@@ -27,7 +27,9 @@ pub fn scaling(msg: &str, attrs: &mut Attrs) -> bool {
     } else {
         return false;
     };
-    let Some((head, to)) = rest.rsplit_once(" to ") else { return false };
+    let Some((head, to)) = rest.rsplit_once(" to ") else {
+        return false;
+    };
     let to = to.trim_end_matches('.').trim();
     if to.parse::<i64>().is_err() {
         return false;
@@ -47,7 +49,10 @@ pub fn scaling(msg: &str, attrs: &mut Attrs) -> bool {
 
 /// `Created pod: NAME` / `Deleted pod: NAME` / `Created job NAME`: (child kind, child name).
 pub fn created_or_deleted(msg: &str) -> Option<(&str, &str)> {
-    let rest = msg.trim().strip_prefix("Created ").or_else(|| msg.trim().strip_prefix("Deleted "))?;
+    let rest = msg
+        .trim()
+        .strip_prefix("Created ")
+        .or_else(|| msg.trim().strip_prefix("Deleted "))?;
     let (kind, name) = rest.split_once(' ')?;
     let kind = kind.trim_end_matches(':');
     let name = name.trim().trim_matches('"');
@@ -69,13 +74,17 @@ pub fn go_duration_seconds(s: &str) -> Option<f64> {
     };
     let mut total = 0.0;
     while !rest.is_empty() {
-        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
         if num_end == 0 {
             return None;
         }
         let n: f64 = rest[..num_end].parse().ok()?;
         rest = &rest[num_end..];
-        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
         let mult = match &rest[..unit_end] {
             "h" => 3600.0,
             "m" => 60.0,
@@ -93,12 +102,18 @@ pub fn go_duration_seconds(s: &str) -> Option<f64> {
 
 /// Formats seconds without a trailing `.0` for whole numbers.
 pub fn fmt_seconds(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 { format!("{}", v as i64) } else { format!("{v}") }
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
 }
 
 fn word_after<'m>(msg: &'m str, marker: &str) -> Option<&'m str> {
     let i = msg.find(marker)? + marker.len();
-    let w = msg[i..].split(|c: char| c == ',' || c == ';' || c.is_whitespace()).next()?;
+    let w = msg[i..]
+        .split(|c: char| c == ',' || c == ';' || c.is_whitespace())
+        .next()?;
     (!w.is_empty()).then_some(w)
 }
 
@@ -112,7 +127,10 @@ pub fn kueue_queue_and_wait(msg: &str, attrs: &mut Attrs) {
     if let Some(cq) = cq {
         attrs.push("cluster_queue", cq);
     }
-    for marker in ["wait time since queued was ", "wait time since reservation was "] {
+    for marker in [
+        "wait time since queued was ",
+        "wait time since reservation was ",
+    ] {
         if let Some(w) = word_after(msg, marker)
             && let Some(secs) = go_duration_seconds(w)
         {
@@ -128,7 +146,8 @@ pub fn kueue_pending(msg: &str, attrs: &mut Attrs) {
     if let Some(ps) = word_after(msg, "to pod set ") {
         attrs.push("pod_set", ps.trim_end_matches(':'));
     }
-    let res = word_after(msg, "insufficient unused quota for ").or_else(|| word_after(msg, "insufficient quota for "));
+    let res = word_after(msg, "insufficient unused quota for ")
+        .or_else(|| word_after(msg, "insufficient quota for "));
     if let Some(r) = res {
         attrs.push("resource", r);
     }
@@ -137,7 +156,7 @@ pub fn kueue_pending(msg: &str, attrs: &mut Attrs) {
     }
     if let Some(i) = msg.find(" more needed") {
         let head = &msg[..i];
-        let n = head.rsplit(|c: char| c == ' ' || c == ',').next().unwrap_or("");
+        let n = head.rsplit([' ', ',']).next().unwrap_or("");
         if !n.is_empty() {
             attrs.push("needed", n);
         }
@@ -176,7 +195,9 @@ pub fn preemption_reason_from_message(msg: &str) -> Option<&'static str> {
         Some("InCohortReclaimWhileBorrowing")
     } else if msg.contains("reclamation within the cohort") {
         Some("InCohortReclamation")
-    } else if msg.contains("Fair Sharing within the cohort") || msg.contains("fair sharing within the cohort") {
+    } else if msg.contains("Fair Sharing within the cohort")
+        || msg.contains("fair sharing within the cohort")
+    {
         Some("InCohortFairSharing")
     } else if msg.contains("prioritization in the ClusterQueue") {
         Some("InClusterQueue")
@@ -199,7 +220,10 @@ mod tests {
             scheduled("Successfully assigned llm/finetune-0-abcde to gke-gpu-7"),
             Some((Some("llm"), "finetune-0-abcde", "gke-gpu-7"))
         );
-        assert_eq!(scheduled("Successfully assigned p to n1"), Some((None, "p", "n1")));
+        assert_eq!(
+            scheduled("Successfully assigned p to n1"),
+            Some((None, "p", "n1"))
+        );
         assert_eq!(scheduled("Successfully assigned"), None);
     }
 
@@ -210,10 +234,23 @@ mod tests {
         assert_eq!(get(&a, "to_replicas"), Some("3"));
         assert_eq!(get(&a, "from_replicas"), None);
         let mut a = Attrs::default();
-        assert!(scaling("Scaled down replica set tgi-7d9f8c6b5 from 3 to 1", &mut a));
-        assert_eq!((get(&a, "direction"), get(&a, "from_replicas"), get(&a, "to_replicas")), (Some("down"), Some("3"), Some("1")));
+        assert!(scaling(
+            "Scaled down replica set tgi-7d9f8c6b5 from 3 to 1",
+            &mut a
+        ));
+        assert_eq!(
+            (
+                get(&a, "direction"),
+                get(&a, "from_replicas"),
+                get(&a, "to_replicas")
+            ),
+            (Some("down"), Some("3"), Some("1"))
+        );
         assert_eq!(get(&a, "replica_set"), Some("tgi-7d9f8c6b5"));
-        assert!(!scaling("Scaled up replica set x to many", &mut Attrs::default()));
+        assert!(!scaling(
+            "Scaled up replica set x to many",
+            &mut Attrs::default()
+        ));
     }
 
     #[test]
@@ -229,8 +266,14 @@ mod tests {
     #[test]
     fn kueue_messages() {
         let mut a = Attrs::default();
-        kueue_queue_and_wait("Quota reserved in ClusterQueue cluster-queue, wait time since queued was 35s", &mut a);
-        assert_eq!((get(&a, "cluster_queue"), get(&a, "wait_seconds")), (Some("cluster-queue"), Some("35")));
+        kueue_queue_and_wait(
+            "Quota reserved in ClusterQueue cluster-queue, wait time since queued was 35s",
+            &mut a,
+        );
+        assert_eq!(
+            (get(&a, "cluster_queue"), get(&a, "wait_seconds")),
+            (Some("cluster-queue"), Some("35"))
+        );
         let mut a = Attrs::default();
         kueue_pending(
             "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor default-flavor, 2 more needed",

@@ -23,7 +23,10 @@ pub struct WorkloadRef<'a> {
 
 impl<'a> WorkloadRef<'a> {
     fn new(kind: impl Into<Cow<'a, str>>, name: impl Into<Cow<'a, str>>) -> Self {
-        WorkloadRef { kind: kind.into(), name: name.into() }
+        WorkloadRef {
+            kind: kind.into(),
+            name: name.into(),
+        }
     }
 }
 
@@ -162,21 +165,38 @@ impl Owners {
     }
 
     /// Records a Kueue Workload's owner.
-    pub fn learn_workload(&mut self, ns: Option<&str>, wl: &str, owner_kind: &str, owner_name: &str) {
+    pub fn learn_workload(
+        &mut self,
+        ns: Option<&str>,
+        wl: &str,
+        owner_kind: &str,
+        owner_name: &str,
+    ) {
         let w = self.resolve(ns, owner_kind, owner_name);
         let v = (w.kind.into_owned(), w.name.into_owned());
         remember(&mut self.workloads, key(ns, wl), v);
     }
 
-    fn lookup<'m>(map: &'m HashMap<Key, (String, String)>, ns: Option<&str>, name: &str) -> Option<WorkloadRef<'m>> {
+    fn lookup<'m>(
+        map: &'m HashMap<Key, (String, String)>,
+        ns: Option<&str>,
+        name: &str,
+    ) -> Option<WorkloadRef<'m>> {
         // Allocation-free probes would need a borrowed key type; objects are few per
         // record, so the key strings are built here.
-        map.get(&key(ns, name)).map(|(k, n)| WorkloadRef::new(k.as_str(), n.as_str()))
+        map.get(&key(ns, name))
+            .map(|(k, n)| WorkloadRef::new(k.as_str(), n.as_str()))
     }
 
     /// Records a controller's replica count (parallelism for a Job) and returns the one
     /// seen before, if any.
-    pub fn observe_scale(&mut self, ns: Option<&str>, kind: &str, name: &str, value: i64) -> Option<i64> {
+    pub fn observe_scale(
+        &mut self,
+        ns: Option<&str>,
+        kind: &str,
+        name: &str,
+        value: i64,
+    ) -> Option<i64> {
         let k = key(ns, &format!("{kind}/{name}"));
         let before = self.scales.get(&k).copied();
         remember(&mut self.scales, k, value);
@@ -195,11 +215,17 @@ impl Owners {
 
     /// The workload an object of `kind` named `name` belongs to (itself for a workload kind).
     pub fn resolve<'a>(&self, ns: Option<&str>, kind: &'a str, name: &'a str) -> WorkloadRef<'a> {
-        self.workload_of(ns, kind, name).unwrap_or_else(|| WorkloadRef::new(kind, name))
+        self.workload_of(ns, kind, name)
+            .unwrap_or_else(|| WorkloadRef::new(kind, name))
     }
 
     /// The workload an object belongs to, if it can be told.
-    pub fn workload_of<'a>(&self, ns: Option<&str>, kind: &'a str, name: &'a str) -> Option<WorkloadRef<'a>> {
+    pub fn workload_of<'a>(
+        &self,
+        ns: Option<&str>,
+        kind: &'a str,
+        name: &'a str,
+    ) -> Option<WorkloadRef<'a>> {
         match kind {
             "Pod" => self.pod_workload(ns, name),
             "ReplicaSet" => {
@@ -216,10 +242,13 @@ impl Owners {
                 }
                 let owner = kueue_owner_by_name(name)?;
                 if owner.kind == "Pod" {
-                    return self.pod_workload(ns, match owner.name {
-                        Cow::Borrowed(n) => n,
-                        Cow::Owned(_) => return None,
-                    });
+                    return self.pod_workload(
+                        ns,
+                        match owner.name {
+                            Cow::Borrowed(n) => n,
+                            Cow::Owned(_) => return None,
+                        },
+                    );
                 }
                 Some(owner)
             }
@@ -246,24 +275,45 @@ mod tests {
         let s = |k: &str, n: &str| Some((k.to_string(), n.to_string()));
         // 'i' and 'o' are not in the generated-suffix alphabet: no rule applies.
         assert_eq!(pw("tgi-gemma-deployment-75675f5897-7ci7o"), None);
-        assert_eq!(pw("tgi-gemma-75675f5897-7xk2p"), s("Deployment", "tgi-gemma"));
-        assert_eq!(pw("finetune-gemma-l4-0-vcxpz"), s("Job", "finetune-gemma-l4"));
+        assert_eq!(
+            pw("tgi-gemma-75675f5897-7xk2p"),
+            s("Deployment", "tgi-gemma")
+        );
+        assert_eq!(
+            pw("finetune-gemma-l4-0-vcxpz"),
+            s("Job", "finetune-gemma-l4")
+        );
         assert_eq!(pw("sample-job-sl4bm-7bqld"), s("Job", "sample-job-sl4bm"));
         assert_eq!(pw("web-0"), s("StatefulSet", "web"));
         assert_eq!(pw("js-workers-0-1-x7k2m"), s("Job", "js-workers-0"));
         assert_eq!(pw("standalone"), None);
         assert_eq!(pw("-"), None);
-        assert_eq!(replica_set_deployment_by_name("nginx-deployment-75675f5897"), Some("nginx-deployment"));
+        assert_eq!(
+            replica_set_deployment_by_name("nginx-deployment-75675f5897"),
+            Some("nginx-deployment")
+        );
     }
 
     #[test]
     fn kueue_names() {
         let w = kueue_owner_by_name("job-sample-job-team-a-mbd4h-1b468").unwrap();
-        assert_eq!((w.kind.as_ref(), w.name.as_ref()), ("Job", "sample-job-team-a-mbd4h"));
+        assert_eq!(
+            (w.kind.as_ref(), w.name.as_ref()),
+            ("Job", "sample-job-team-a-mbd4h")
+        );
         assert!(kueue_owner_by_name("sample-job-sl4bm").is_none());
         let o = Owners::default();
-        let w = o.workload_of(Some("llm"), "Workload", "pod-tgi-gemma-75675f5897-7xk2p-3af0c").unwrap();
-        assert_eq!((w.kind.as_ref(), w.name.as_ref()), ("Deployment", "tgi-gemma"));
+        let w = o
+            .workload_of(
+                Some("llm"),
+                "Workload",
+                "pod-tgi-gemma-75675f5897-7xk2p-3af0c",
+            )
+            .unwrap();
+        assert_eq!(
+            (w.kind.as_ref(), w.name.as_ref()),
+            ("Deployment", "tgi-gemma")
+        );
     }
 
     #[test]
@@ -272,7 +322,10 @@ mod tests {
         o.learn_replica_set(Some("ns"), "odd-name", "my-deploy");
         o.learn_pod(Some("ns"), "p1", "ReplicaSet", "odd-name");
         let w = o.pod_workload(Some("ns"), "p1").unwrap();
-        assert_eq!((w.kind.as_ref(), w.name.as_ref()), ("Deployment", "my-deploy"));
+        assert_eq!(
+            (w.kind.as_ref(), w.name.as_ref()),
+            ("Deployment", "my-deploy")
+        );
         o.learn_workload(Some("ns"), "wl-1", "JobSet", "train");
         let w = o.workload_of(Some("ns"), "Workload", "wl-1").unwrap();
         assert_eq!(w.name, "train");

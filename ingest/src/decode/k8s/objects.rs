@@ -76,7 +76,9 @@ impl<'de> Visitor<'de> for IntVisitor {
         Ok(Int(v))
     }
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Int, E> {
-        i64::try_from(v).map(Int).map_err(|_| E::custom(format!("integer {v} out of range")))
+        i64::try_from(v)
+            .map(Int)
+            .map_err(|_| E::custom(format!("integer {v} out of range")))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Int, E> {
         if v.fract() == 0.0 && v.abs() < 9.0e18 {
@@ -86,7 +88,10 @@ impl<'de> Visitor<'de> for IntVisitor {
         }
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Int, E> {
-        v.trim().parse().map(Int).map_err(|_| E::custom(format!("'{v}' is not an integer")))
+        v.trim()
+            .parse()
+            .map(Int)
+            .map_err(|_| E::custom(format!("'{v}' is not an integer")))
     }
 }
 
@@ -103,7 +108,10 @@ pub struct Pairs<'a>(pub Vec<(Text<'a>, Text<'a>)>);
 impl<'a> Pairs<'a> {
     /// The value of `key`, if present.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .find(|(k, _)| k.as_str() == key)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -187,7 +195,9 @@ impl<'a> Meta<'a> {
     /// The controlling owner reference (or the first one).
     pub fn owner(&self) -> Option<&OwnerRef<'a>> {
         let refs = self.owner_references.as_deref()?;
-        refs.iter().find(|r| r.controller == Some(true)).or_else(|| refs.first())
+        refs.iter()
+            .find(|r| r.controller == Some(true))
+            .or_else(|| refs.first())
     }
 }
 

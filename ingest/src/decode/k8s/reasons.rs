@@ -57,7 +57,11 @@ fn is_npd_component(c: &str) -> bool {
 }
 
 /// Which system produced an Event: from its reporting component and what it is about.
-pub fn event_source(component: Option<&str>, involved_kind: Option<&str>, reason: &str) -> &'static str {
+pub fn event_source(
+    component: Option<&str>,
+    involved_kind: Option<&str>,
+    reason: &str,
+) -> &'static str {
     let c = component.unwrap_or("");
     if c.contains("kueue") || involved_kind == Some("Workload") {
         KUEUE
@@ -164,8 +168,16 @@ fn fallback_kind(reason: &str, source: &str) -> (Cow<'static, str>, Layer) {
     if lower.contains("termination") || lower.contains("hosterror") {
         return (Cow::Borrowed("node_termination"), Layer::Infrastructure);
     }
-    let kind = if reason.is_empty() { "unknown".to_string() } else { snake_case(reason) };
-    let layer = if source == NPD { Layer::Infrastructure } else { Layer::Orchestrator };
+    let kind = if reason.is_empty() {
+        "unknown".to_string()
+    } else {
+        snake_case(reason)
+    };
+    let layer = if source == NPD {
+        Layer::Infrastructure
+    } else {
+        Layer::Orchestrator
+    };
     (Cow::Owned(kind), layer)
 }
 
@@ -177,7 +189,10 @@ mod tests {
     fn snake_case_handles_acronyms() {
         assert_eq!(snake_case("FailedScheduling"), "failed_scheduling");
         assert_eq!(snake_case("OOMKilling"), "oom_killing");
-        assert_eq!(snake_case("NodeHasSufficientPID"), "node_has_sufficient_pid");
+        assert_eq!(
+            snake_case("NodeHasSufficientPID"),
+            "node_has_sufficient_pid"
+        );
         assert_eq!(snake_case("BackOff"), "back_off");
         assert_eq!(snake_case("reasonValue"), "reason_value");
         assert_eq!(snake_case("Ext4Error"), "ext4_error");
@@ -187,7 +202,11 @@ mod tests {
 
     #[test]
     fn shared_reasons_split_by_message() {
-        let (k, _) = event_kind("BackOff", "Back-off restarting failed container", KUBERNETES);
+        let (k, _) = event_kind(
+            "BackOff",
+            "Back-off restarting failed container",
+            KUBERNETES,
+        );
         assert_eq!(k, "back_off");
         let (k, _) = event_kind("BackOff", "Back-off pulling image \"x\"", KUBERNETES);
         assert_eq!(k, "image_pull_back_off");
@@ -201,9 +220,18 @@ mod tests {
 
     #[test]
     fn sources() {
-        assert_eq!(event_source(Some("kueue-admission"), Some("Workload"), "Admitted"), KUEUE);
+        assert_eq!(
+            event_source(Some("kueue-admission"), Some("Workload"), "Admitted"),
+            KUEUE
+        );
         assert_eq!(event_source(None, Some("Workload"), "Pending"), KUEUE);
-        assert_eq!(event_source(Some("kernel-monitor"), Some("Node"), "TaskHung"), NPD);
-        assert_eq!(event_source(Some("kubelet"), Some("Pod"), "BackOff"), KUBERNETES);
+        assert_eq!(
+            event_source(Some("kernel-monitor"), Some("Node"), "TaskHung"),
+            NPD
+        );
+        assert_eq!(
+            event_source(Some("kubelet"), Some("Pod"), "BackOff"),
+            KUBERNETES
+        );
     }
 }

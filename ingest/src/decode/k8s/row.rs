@@ -20,9 +20,18 @@ pub enum K8sError {
     #[error("not a Kubernetes object: {0}")]
     NotObject(String),
     #[error("{what} '{name}' has an unreadable {field} '{value}'")]
-    BadTime { what: &'static str, name: String, field: String, value: String },
+    BadTime {
+        what: &'static str,
+        name: String,
+        field: String,
+        value: String,
+    },
     #[error("{what} '{name}' has no time to date it ({fields})")]
-    NoTime { what: &'static str, name: String, fields: &'static str },
+    NoTime {
+        what: &'static str,
+        name: String,
+        fields: &'static str,
+    },
     #[error("{kind} object does not match its schema: {detail}")]
     Schema { kind: String, detail: String },
     #[error("record of {0} bytes is over the {1}-byte limit")]
@@ -53,7 +62,10 @@ impl Attrs {
 
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -123,12 +135,20 @@ impl Row {
             reason: self.reason.as_deref(),
             message: self.message.as_deref(),
         };
-        events.append(&row, self.attrs.0.iter().map(|(k, v)| (k.as_ref(), v.as_str())));
+        events.append(
+            &row,
+            self.attrs.0.iter().map(|(k, v)| (k.as_ref(), v.as_str())),
+        );
     }
 }
 
 /// Reads a Kubernetes time (RFC 3339, `metav1.Time` or `MicroTime`), naming the field on error.
-pub fn read_time(what: &'static str, name: &str, field: &str, t: &Text<'_>) -> Result<Nanos, K8sError> {
+pub fn read_time(
+    what: &'static str,
+    name: &str,
+    field: &str,
+    t: &Text<'_>,
+) -> Result<Nanos, K8sError> {
     time::parse_rfc3339(t.as_str()).map_err(|_| K8sError::BadTime {
         what,
         name: name.to_string(),
@@ -138,7 +158,12 @@ pub fn read_time(what: &'static str, name: &str, field: &str, t: &Text<'_>) -> R
 }
 
 /// Reads an optional time: absent or empty is `None`, unreadable is an error.
-pub fn opt_time(what: &'static str, name: &str, field: &str, t: &Option<Text<'_>>) -> Result<Option<Nanos>, K8sError> {
+pub fn opt_time(
+    what: &'static str,
+    name: &str,
+    field: &str,
+    t: &Option<Text<'_>>,
+) -> Result<Option<Nanos>, K8sError> {
     match t {
         Some(t) if !t.as_str().trim().is_empty() => read_time(what, name, field, t).map(Some),
         _ => Ok(None),

@@ -16,7 +16,11 @@ pub enum Piece<'a> {
     /// A YAML document.
     Yaml { text: &'a str, offset: usize },
     /// Bytes that cannot be cut into documents.
-    Bad { bytes: &'a [u8], offset: usize, error: K8sError },
+    Bad {
+        bytes: &'a [u8],
+        offset: usize,
+        error: K8sError,
+    },
 }
 
 fn is_ws(b: u8) -> bool {
@@ -25,8 +29,16 @@ fn is_ws(b: u8) -> bool {
 
 /// Cuts `input` into documents.
 pub fn pieces(input: &[u8]) -> Vec<Piece<'_>> {
-    let start = if input.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
-    let Some(first) = input[start..].iter().position(|&b| !is_ws(b)).map(|p| p + start) else {
+    let start = if input.starts_with(b"\xEF\xBB\xBF") {
+        3
+    } else {
+        0
+    };
+    let Some(first) = input[start..]
+        .iter()
+        .position(|&b| !is_ws(b))
+        .map(|p| p + start)
+    else {
         return Vec::new();
     };
     if matches!(input[first], b'{' | b'[') {
@@ -34,10 +46,18 @@ pub fn pieces(input: &[u8]) -> Vec<Piece<'_>> {
     }
     let Ok(text) = std::str::from_utf8(input) else {
         let error = K8sError::NotObject("neither JSON nor UTF-8 YAML text".into());
-        return vec![Piece::Bad { bytes: input, offset: 0, error }];
+        return vec![Piece::Bad {
+            bytes: input,
+            offset: 0,
+            error,
+        }];
     };
     if let Some(why) = unreadable_text(&text[first..]) {
-        return vec![Piece::Bad { bytes: input, offset: 0, error: K8sError::Text(why) }];
+        return vec![Piece::Bad {
+            bytes: input,
+            offset: 0,
+            error: K8sError::Text(why),
+        }];
     }
     yaml_pieces(text, start)
 }
@@ -65,7 +85,8 @@ fn json_pieces(input: &[u8], first: usize) -> Vec<Piece<'_>> {
     let mut out = Vec::new();
     let mut pos = first;
     while pos < input.len() {
-        let mut stream = serde_json::Deserializer::from_slice(&input[pos..]).into_iter::<&RawValue>();
+        let mut stream =
+            serde_json::Deserializer::from_slice(&input[pos..]).into_iter::<&RawValue>();
         let mut advanced_to = input.len();
         loop {
             let before = pos + stream.byte_offset();
@@ -77,10 +98,21 @@ fn json_pieces(input: &[u8], first: usize) -> Vec<Piece<'_>> {
                     out.push(Piece::Json { bytes, offset });
                 }
                 Some(Err(e)) => {
-                    let bad_start = input[before..].iter().position(|&b| !is_ws(b)).map_or(input.len(), |p| before + p);
+                    let bad_start = input[before..]
+                        .iter()
+                        .position(|&b| !is_ws(b))
+                        .map_or(input.len(), |p| before + p);
                     let next = resync(input, bad_start);
-                    let end = input[..next].iter().rposition(|&b| !is_ws(b)).map_or(bad_start, |p| p + 1).max(bad_start);
-                    out.push(Piece::Bad { bytes: &input[bad_start..end], offset: bad_start, error: K8sError::Json(e.to_string()) });
+                    let end = input[..next]
+                        .iter()
+                        .rposition(|&b| !is_ws(b))
+                        .map_or(bad_start, |p| p + 1)
+                        .max(bad_start);
+                    out.push(Piece::Bad {
+                        bytes: &input[bad_start..end],
+                        offset: bad_start,
+                        error: K8sError::Json(e.to_string()),
+                    });
                     advanced_to = next;
                     break;
                 }
@@ -107,7 +139,10 @@ fn push_doc<'t>(text: &'t str, from: usize, to: usize, out: &mut Vec<Piece<'t>>)
         !t.is_empty() && !t.starts_with('#') && !t.starts_with('%')
     });
     if has_content {
-        out.push(Piece::Yaml { text: doc, offset: from });
+        out.push(Piece::Yaml {
+            text: doc,
+            offset: from,
+        });
     }
 }
 
@@ -121,7 +156,11 @@ fn yaml_pieces(text: &str, start: usize) -> Vec<Piece<'_>> {
         if is_marker(line) {
             push_doc(text, doc_start, pos, &mut out);
             // `--- {inline: doc}` keeps what follows the marker.
-            doc_start = if line.starts_with("--- ") && !line[4..].trim_start().starts_with('#') { pos + 4 } else { end };
+            doc_start = if line.starts_with("--- ") && !line[4..].trim_start().starts_with('#') {
+                pos + 4
+            } else {
+                end
+            };
         }
         pos = end;
     }
@@ -135,7 +174,8 @@ pub fn unreadable_text(text: &str) -> Option<&'static str> {
     const TABLE: &str = "kubectl table or describe output, not an object: it shows relative ages \
         (like '111s' or '22m') and no timestamps, so its events cannot be dated; export with \
         `kubectl get ... -o json` or `-o yaml`";
-    const MARKDOWN: &str = "markdown text, not a Kubernetes object: extract the YAML or JSON it quotes";
+    const MARKDOWN: &str =
+        "markdown text, not a Kubernetes object: extract the YAML or JSON it quotes";
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     let first = lines.next()?.trim_start();
     if text.lines().any(|l| l.trim_start().starts_with("```")) {
@@ -155,7 +195,11 @@ pub fn unreadable_text(text: &str) -> Option<&'static str> {
     if text.lines().any(is_table_header) || is_table_row(first) || first.starts_with("kubectl ") {
         return Some(TABLE);
     }
-    if first.starts_with("Name:") && text.lines().any(|l| l.starts_with("Events:") || l.starts_with("API Version:")) {
+    if first.starts_with("Name:")
+        && text
+            .lines()
+            .any(|l| l.starts_with("Events:") || l.starts_with("API Version:"))
+    {
         return Some(TABLE);
     }
     None
@@ -171,7 +215,11 @@ pub fn yaml_to_json(doc: &str) -> Result<Vec<u8>, K8sError> {
     let value = match values.len() {
         1 => values.pop().unwrap_or(serde_json::Value::Null),
         0 => serde_json::Value::Null,
-        _ => return Err(K8sError::Yaml("several documents where one was expected".into())),
+        _ => {
+            return Err(K8sError::Yaml(
+                "several documents where one was expected".into(),
+            ));
+        }
     };
     if !value.is_object() {
         let what = match value {
@@ -180,7 +228,9 @@ pub fn yaml_to_json(doc: &str) -> Result<Vec<u8>, K8sError> {
             serde_json::Value::Array(_) => "a sequence",
             _ => "a scalar",
         };
-        return Err(K8sError::NotObject(format!("the YAML document is {what}, not a mapping")));
+        return Err(K8sError::NotObject(format!(
+            "the YAML document is {what}, not a mapping"
+        )));
     }
     serde_json::to_vec(&value).map_err(|e| K8sError::Yaml(e.to_string()))
 }
@@ -221,7 +271,11 @@ mod tests {
         let input = "# comment\n---\nkind: Pod\n---\n---\nkind: Node\n...\n";
         let p = pieces(input.as_bytes());
         assert_eq!(kinds(&p), ["yaml", "yaml"]);
-        assert!(yaml_to_json("kind: Pod\nstatus: True").unwrap().starts_with(b"{"));
+        assert!(
+            yaml_to_json("kind: Pod\nstatus: True")
+                .unwrap()
+                .starts_with(b"{")
+        );
         assert!(yaml_to_json("just words").is_err());
     }
 
