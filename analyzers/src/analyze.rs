@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use datafusion::prelude::SessionContext;
+use whyslow_schemas::Cause;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::Result;
@@ -20,7 +21,7 @@ use crate::symptoms::regression::{self, PaceInput, Worse};
 use crate::symptoms::stats::median;
 use crate::symptoms::straggler::{self, RankSeries};
 use crate::symptoms::{
-    DetectorConfig, Pauses, Point, Symptom, SymptomKind, WorkloadKey, progress, throughput,
+    DetectorConfig, Pauses, Point, Symptom, SymptomKind, WorkloadKey, progress, secs, throughput,
 };
 
 /// How far before a symptom's onset the rules look for its cause.
@@ -126,18 +127,29 @@ pub async fn analyze(
     let placements = read_placements(ctx, &params).await?;
 
     let mut found: Vec<Symptom> = Vec::new();
+    let mut paces: BTreeMap<WorkloadName, Vec<PacePair>> = BTreeMap::new();
     let mut with_sdk: BTreeSet<(Option<String>, Option<String>)> = BTreeSet::new();
     for (key, run) in &series {
         with_sdk.insert((key.namespace.clone(), key.workload.clone()));
         let wk = (key.namespace.clone(), key.workload.clone());
-        let p = pauses.get(&wk).cloned().unwrap_or_default();
+        let (p, evals) = pauses.get(&wk).cloned().unwrap_or_default();
         let finished = lifecycle.get(&wk).and_then(|l| {
             l.iter()
                 .filter(|e| matches!(e.kind.as_str(), "run_finished" | "finished" | "completed"))
                 .map(|e| e.time_ns)
                 .max()
         });
-        found.extend(detect_run(key, run, &p, horizon, finished, cfg));
+        let pace = paces.entry(wk).or_default();
+        found.extend(detect_run(
+            key, run, &p, &evals, pace, horizon, finished, cfg,
+        ));
+    }
+    // Regressions: the wall-clock pace of each workload across its runs (a run started
+    // with a new configuration is compared with the previous one), in buckets long enough
+    // to hold its regular saves.
+    for (wk, pairs) in &mut paces {
+        pairs.sort_by(|a, b| (a.time_ns, &a.run_id).cmp(&(b.time_ns, &b.run_id)));
+        found.extend(detect_regressions(wk, pairs, horizon, cfg));
     }
     for (wk, samples) in &util {
         if with_sdk.contains(wk) {
@@ -173,7 +185,7 @@ pub async fn analyze(
             }
         }
     }
-    found.retain(|s| sel.wants(&s.key));
+    found.retain(|s| sel.wants(&s.key) && s.lost_seconds >= cfg.min_lost_seconds);
     found.sort_by(|a, b| {
         (a.start_ns, &a.key, a.kind, a.rank).cmp(&(b.start_ns, &b.key, b.kind, b.rank))
     });
@@ -235,6 +247,7 @@ pub async fn analyze(
             marks,
         });
     }
+    let findings = settle_kinds(findings);
     let mut workloads: Vec<WorkloadExtent> = extents
         .into_iter()
         .filter(|e| e.key.workload.is_some() && sel.wants(&e.key))
@@ -254,6 +267,54 @@ pub async fn analyze(
         workloads,
         findings,
     })
+}
+
+/// Causes whose mechanism is the workload's own process failing (it is restarted), as
+/// opposed to being stopped from outside or hanging.
+const CRASHES: &[Cause] = &[Cause::GpuFailure, Cause::GpuMemoryError, Cause::OomKilled];
+
+/// Names each finding for what happened once its cause is known: a stop that ended in a
+/// checkpoint restore because the process crashed is a `restart`; a job pace regression
+/// and a straggler over the same time are one slowdown — a `straggler` when the rank
+/// itself is the cause, else a `regression` of the job's pace.
+fn settle_kinds(mut findings: Vec<Finding>) -> Vec<Finding> {
+    let verdict = |f: &Finding| f.causes.first().map(|c| c.cause);
+    for f in &mut findings {
+        if f.symptom.kind == SymptomKind::Stall
+            && f.symptom.restored
+            && verdict(f).is_some_and(|c| CRASHES.contains(&c))
+        {
+            f.symptom.kind = SymptomKind::Restart;
+        }
+    }
+    let mut dropped = BTreeSet::new();
+    for i in 0..findings.len() {
+        for j in 0..findings.len() {
+            let (a, b) = (&findings[i].symptom, &findings[j].symptom);
+            if a.kind != SymptomKind::Straggler || b.kind != SymptomKind::Regression {
+                continue;
+            }
+            if a.key.namespace != b.key.namespace || a.key.workload != b.key.workload {
+                continue;
+            }
+            let overlap = (a.end_ns.min(b.end_ns) - a.start_ns.max(b.start_ns)).max(0);
+            let shorter = (a.end_ns - a.start_ns).min(b.end_ns - b.start_ns).max(1);
+            if overlap * 2 < shorter {
+                continue;
+            }
+            if verdict(&findings[i]) == Some(Cause::StragglerRank) {
+                dropped.insert(j);
+            } else {
+                dropped.insert(i);
+            }
+        }
+    }
+    findings
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !dropped.contains(i))
+        .map(|(_, f)| f)
+        .collect()
 }
 
 /// A stable id: a hash of what identifies the symptom.
@@ -277,10 +338,90 @@ pub struct RunSeries {
     pub placement: BTreeMap<Option<i32>, (Option<String>, Option<String>)>,
 }
 
+/// Regressions of one workload's wall-clock pace (seconds per step), bucketed.
+fn detect_regressions(
+    wk: &WorkloadName,
+    pairs: &[PacePair],
+    horizon: i64,
+    cfg: &DetectorConfig,
+) -> Vec<Symptom> {
+    let per_step: Vec<f64> = pairs.iter().map(|p| p.seconds / p.steps as f64).collect();
+    let Some(step) = median(&per_step) else {
+        return Vec::new();
+    };
+    let bucket = ((cfg.pace_bucket_seconds.max(20.0 * step)) * 1e9) as i64;
+    // bucket index -> (seconds, steps, first run seen)
+    let mut buckets: BTreeMap<i64, (f64, i64, Option<String>)> = BTreeMap::new();
+    for p in pairs {
+        let b = buckets
+            .entry(p.time_ns.div_euclid(bucket))
+            .or_insert((0.0, 0, p.run_id.clone()));
+        b.0 += p.seconds;
+        b.1 += p.steps;
+    }
+    let series: Vec<Point> = buckets
+        .iter()
+        .filter(|(_, v)| v.1 >= 3)
+        .map(|(b, v)| Point {
+            time_ns: (b + 1) * bucket,
+            step: None,
+            value: v.0 / v.1 as f64,
+        })
+        .collect();
+    let bucket_cfg = DetectorConfig {
+        min_segment: 3,
+        alpha: 1e-3,
+        ..cfg.clone()
+    };
+    let mut out = Vec::new();
+    let key = WorkloadKey {
+        namespace: wk.0.clone(),
+        workload: wk.1.clone(),
+        run_id: None,
+    };
+    for mut s in regression::detect(
+        &PaceInput {
+            key: &key,
+            points: &series,
+            metric: "seconds_per_step",
+            worse: Worse::Higher,
+            kind: SymptomKind::Regression,
+            min_rel: cfg.regression_min_rel,
+            min_seconds: 2.0 * bucket as f64 / 1e9,
+            horizon_ns: horizon,
+        },
+        &bucket_cfg,
+    ) {
+        s.key.run_id = buckets
+            .get(&(s.start_ns.div_euclid(bucket)))
+            .and_then(|b| b.2.clone())
+            .or_else(|| {
+                pairs
+                    .iter()
+                    .find(|p| p.time_ns >= s.start_ns)
+                    .and_then(|p| p.run_id.clone())
+            });
+        out.push(s);
+    }
+    out
+}
+
+/// Wall time spent on some steps of a run, ending at `time_ns`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PacePair {
+    pub time_ns: i64,
+    pub seconds: f64,
+    pub steps: i64,
+    pub run_id: Option<String>,
+}
+
+#[allow(clippy::too_many_arguments)]
 fn detect_run(
     key: &WorkloadKey,
     run: &RunSeries,
     pauses: &Pauses,
+    evals: &Pauses,
+    pace_out: &mut Vec<PacePair>,
     horizon: i64,
     finished: Option<i64>,
     cfg: &DetectorConfig,
@@ -342,40 +483,33 @@ fn detect_run(
                 horizon_ns: horizon,
                 finished_ns: finished,
                 metric,
+                own_step_time: metric == "step_time_seconds",
             },
             cfg,
         ));
     }
-    // Regressions on the pace, away from pauses and incidents (and their warm-up).
-    if let Some((metric, pts)) = pace {
-        let warmup = (baseline_step * 20.0 * 1e9) as i64;
-        let clean: Vec<Point> = pts
-            .iter()
-            .filter(|p| !pauses.contains(p.time_ns))
-            .filter(|p| {
-                !out.iter()
-                    .any(|s| p.time_ns >= s.start_ns && p.time_ns <= s.end_ns + warmup)
-            })
-            .copied()
-            .collect();
-        let (worse, min_rel) = if metric == "step_time_seconds" {
-            (Worse::Higher, cfg.regression_min_rel)
-        } else {
-            (Worse::Lower, cfg.regression_min_rel)
+    // The wall-clock pace between progress samples, away from incidents (and their
+    // warm-up) and announced evals; saves stay in: they are part of the pace.
+    let warmup = (baseline_step * 20.0 * 1e9) as i64;
+    for w in progress_pts.windows(2) {
+        let (Some(s0), Some(s1)) = (w[0].step, w[1].step) else {
+            continue;
         };
-        out.extend(regression::detect(
-            &PaceInput {
-                key,
-                points: &clean,
-                metric,
-                worse,
-                kind: SymptomKind::Regression,
-                min_rel,
-                min_seconds: (baseline_step * 20.0).max(60.0),
-                horizon_ns: horizon,
-            },
-            cfg,
-        ));
+        let (t0, t1) = (w[0].time_ns, w[1].time_ns);
+        if s1 <= s0
+            || out
+                .iter()
+                .any(|s| t1 >= s.start_ns && t0 <= s.end_ns + warmup)
+        {
+            continue;
+        }
+        let dt = secs(t1 - t0) - evals.overlap_seconds(t0, t1);
+        pace_out.push(PacePair {
+            time_ns: t1,
+            seconds: dt.max(0.0),
+            steps: s1 - s0,
+            run_id: key.run_id.clone(),
+        });
     }
     if let Some(ranks) = run.metrics.get("compute_seconds") {
         let rs: Vec<RankSeries> = ranks
@@ -388,14 +522,6 @@ fn detect_run(
             })
             .collect();
         let stragglers = straggler::detect(key, &rs, cfg, horizon);
-        // The job's pace regression is the straggler's doing: one slowdown, not two.
-        out.retain(|s| {
-            s.kind != SymptomKind::Regression
-                || !stragglers.iter().any(|g| {
-                    let overlap = (s.end_ns.min(g.end_ns) - s.start_ns.max(g.start_ns)).max(0);
-                    overlap * 2 >= (s.end_ns - s.start_ns)
-                })
-        });
         out.extend(stragglers);
     }
     out
@@ -560,7 +686,7 @@ type WorkloadName = (Option<String>, Option<String>);
 async fn read_pauses(
     ctx: &SessionContext,
     params: &Params,
-) -> Result<BTreeMap<WorkloadName, Pauses>> {
+) -> Result<BTreeMap<WorkloadName, (Pauses, Pauses)>> {
     let mut raw: BTreeMap<WorkloadName, Vec<(i64, String, Option<f64>)>> = BTreeMap::new();
     for b in sql::collect(ctx, q::PAUSES, params).await? {
         let c = Columns::new(&b, q::PAUSES.path);
@@ -583,13 +709,8 @@ async fn read_pauses(
     let mut out = BTreeMap::new();
     for (wk, mut evs) in raw {
         evs.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-        let saves: Vec<f64> = evs
-            .iter()
-            .filter(|e| e.1 == "checkpoint_saved")
-            .filter_map(|e| e.2)
-            .collect();
-        let normal = median(&saves);
         let mut intervals = Vec::new();
+        let mut evals = Vec::new();
         let mut eval_from: Option<i64> = None;
         for (t, k, s) in &evs {
             match k.as_str() {
@@ -597,20 +718,18 @@ async fn read_pauses(
                 "eval_finished" => {
                     if let Some(f) = eval_from.take() {
                         intervals.push((f, *t));
+                        evals.push((f, *t));
                     }
                 }
-                // A save within the workload's normal save time is an expected pause.
                 "checkpoint_saved" => {
-                    if let (Some(s), Some(n)) = (s, normal)
-                        && *s <= 3.0 * n
-                    {
+                    if let Some(s) = s {
                         intervals.push((t - (*s * 1e9) as i64, *t));
                     }
                 }
                 _ => {}
             }
         }
-        out.insert(wk, Pauses::new(intervals));
+        out.insert(wk, (Pauses::new(intervals), Pauses::new(evals)));
     }
     Ok(out)
 }
@@ -649,8 +768,8 @@ async fn read_lifecycle(
 async fn read_utilization(
     ctx: &SessionContext,
     params: &Params,
-) -> Result<BTreeMap<WorkloadName, BTreeMap<String, Vec<Point>>>> {
-    let mut out: BTreeMap<WorkloadName, BTreeMap<String, Vec<Point>>> = BTreeMap::new();
+) -> Result<BTreeMap<WorkloadName, BTreeMap<String, Vec<(String, Point)>>>> {
+    let mut out: BTreeMap<WorkloadName, BTreeMap<String, Vec<(String, Point)>>> = BTreeMap::new();
     for b in sql::collect(ctx, q::UTILIZATION, params).await? {
         let c = Columns::new(&b, q::UTILIZATION.path);
         let (ns, w, metric, time, value) = (
@@ -660,6 +779,7 @@ async fn read_utilization(
             c.times("time")?,
             c.floats("value")?,
         );
+        let (node, device) = (c.strings("node")?, c.strings("device")?);
         for i in 0..b.num_rows() {
             let (Some(m), Some(t), Some(v)) = (&metric[i], time[i], value[i]) else {
                 continue;
@@ -668,11 +788,18 @@ async fn read_utilization(
                 .or_default()
                 .entry(m.clone())
                 .or_default()
-                .push(Point {
-                    time_ns: t,
-                    step: None,
-                    value: v,
-                });
+                .push((
+                    format!(
+                        "{}/{}",
+                        node[i].as_deref().unwrap_or("-"),
+                        device[i].as_deref().unwrap_or("-")
+                    ),
+                    Point {
+                        time_ns: t,
+                        step: None,
+                        value: v,
+                    },
+                ));
         }
     }
     Ok(out)

@@ -302,6 +302,7 @@ mod tests {
             metric: None,
             rank: None,
             plot: Vec::new(),
+            restored: false,
         }
     }
 

@@ -89,6 +89,8 @@ pub struct Symptom {
     pub rank: Option<i32>,
     /// The symptom metric over time around the window, for timelines.
     pub plot: Vec<(i64, f64)>,
+    /// Whether progress resumed from an earlier step (a checkpoint restore).
+    pub restored: bool,
 }
 
 /// Time intervals the framework announced as expected pauses (evals, normal checkpoint
@@ -150,6 +152,10 @@ pub struct DetectorConfig {
     pub drop_min_seconds: f64,
     /// The shortest pending time worth reporting, in seconds beyond the normal start.
     pub pending_min_seconds: f64,
+    /// Symptoms that cost less than this many seconds are not reported.
+    pub min_lost_seconds: f64,
+    /// The shortest bucket of the wall-clock pace series regressions are found in.
+    pub pace_bucket_seconds: f64,
 }
 
 impl Default for DetectorConfig {
@@ -165,6 +171,8 @@ impl Default for DetectorConfig {
             drop_min_rel: 0.15,
             drop_min_seconds: 120.0,
             pending_min_seconds: 60.0,
+            min_lost_seconds: 20.0,
+            pace_bucket_seconds: 300.0,
         }
     }
 }

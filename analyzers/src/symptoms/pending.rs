@@ -96,6 +96,7 @@ pub fn detect(
             metric: None,
             rank: None,
             plot: Vec::new(),
+            restored: false,
         });
     }
     out

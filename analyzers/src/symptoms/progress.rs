@@ -21,6 +21,8 @@ pub struct ProgressInput<'a> {
     pub finished_ns: Option<i64>,
     /// The metric the progress came from.
     pub metric: &'a str,
+    /// Whether each point's value is the wall time of its step (`step_time_seconds`).
+    pub own_step_time: bool,
 }
 
 /// The stalls and restarts of one run, in time order.
@@ -30,6 +32,12 @@ pub fn detect(input: &ProgressInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
         .iter()
         .filter_map(|p| p.step.map(|s| (p.time_ns, s)))
         .collect();
+    let values: Vec<f64> = input
+        .points
+        .iter()
+        .filter(|p| p.step.is_some())
+        .map(|p| p.value)
+        .collect();
     let base = input.baseline_step_seconds.max(1e-3);
     let threshold = (cfg.stall_factor * base).max(cfg.stall_min_seconds);
     let mut out = Vec::new();
@@ -37,7 +45,10 @@ pub fn detect(input: &ProgressInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
     while j < pts.len() {
         let (t_prev, s_prev) = pts[j - 1];
         let (t, s) = pts[j];
-        let gap = secs(t - t_prev) - input.pauses.overlap_seconds(t_prev, t);
+        // Time inside the step that ends the gap is pace, not a stall (a recompile, a slow
+        // step): only the rest of the gap is idle.
+        let own = if input.own_step_time { values[j] } else { 0.0 };
+        let gap = secs(t - t_prev) - input.pauses.overlap_seconds(t_prev, t) - own;
         let stalled = gap > threshold;
         let went_back = s < s_prev;
         if !stalled && !went_back {
@@ -63,9 +74,14 @@ pub fn detect(input: &ProgressInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
         let lost = secs(t_end - t_start)
             - input.pauses.overlap_seconds(t_start, t_end)
             - (s_end - s_start).max(0) as f64 * base;
+        let restored = pts[j..]
+            .iter()
+            .take_while(|p| p.0 <= t_end)
+            .any(|p| p.1 < s_start);
         out.push(symptom(
             input,
             kind,
+            restored,
             t_start,
             t_end,
             ongoing,
@@ -86,6 +102,7 @@ pub fn detect(input: &ProgressInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
             out.push(symptom(
                 input,
                 SymptomKind::Stall,
+                false,
                 t_last,
                 input.horizon_ns,
                 true,
@@ -97,9 +114,11 @@ pub fn detect(input: &ProgressInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
     out
 }
 
+#[allow(clippy::too_many_arguments)]
 fn symptom(
     input: &ProgressInput<'_>,
     kind: SymptomKind,
+    restored: bool,
     start_ns: i64,
     end_ns: i64,
     ongoing: bool,
@@ -125,6 +144,7 @@ fn symptom(
         metric: Some(input.metric.to_string()),
         rank: None,
         plot: plot_of(&around, 400),
+        restored,
     }
 }
 
@@ -159,6 +179,7 @@ mod tests {
             horizon_ns: horizon * S,
             finished_ns: None,
             metric: "step_time_seconds",
+            own_step_time: false,
         }
     }
 

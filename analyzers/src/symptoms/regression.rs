@@ -2,7 +2,7 @@
 //! segmentation, each split significant by Welch's t-test and above an effect size),
 //! after which the pace stayed worse than the run's reference segment.
 
-use super::stats::{median, segment};
+use super::stats::{mean, median, segment};
 use super::{DetectorConfig, Point, Symptom, SymptomKind, WorkloadKey, plot_of, secs};
 
 /// Which way is worse for the series.
@@ -52,7 +52,7 @@ pub fn detect(input: &PaceInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
     let mut bounds = vec![0];
     bounds.extend(&cuts);
     bounds.push(xs.len());
-    let Some(base) = median(&xs[..bounds[1]]) else {
+    let Some(base) = mean(&xs[..bounds[1]]) else {
         return Vec::new();
     };
     let is_worse = |m: f64| match input.worse {
@@ -63,7 +63,7 @@ pub fn detect(input: &PaceInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
     let mut windows: Vec<(usize, usize)> = Vec::new();
     for w in bounds.windows(2).skip(1) {
         let (lo, hi) = (w[0], w[1]);
-        let Some(m) = median(&xs[lo..hi]) else {
+        let Some(m) = mean(&xs[lo..hi]) else {
             continue;
         };
         if !is_worse(m) {
@@ -83,7 +83,7 @@ pub fn detect(input: &PaceInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
         if duration < input.min_seconds {
             continue;
         }
-        let Some(observed) = median(&xs[lo..hi]) else {
+        let Some(observed) = mean(&xs[lo..hi]) else {
             continue;
         };
         let lost = match input.worse {
@@ -114,6 +114,7 @@ pub fn detect(input: &PaceInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
             metric: Some(input.metric.to_string()),
             rank: None,
             plot: plot_of(&around, 400),
+            restored: false,
         });
     }
     out

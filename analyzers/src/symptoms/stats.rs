@@ -18,6 +18,11 @@ pub fn median(xs: &[f64]) -> Option<f64> {
     })
 }
 
+/// The arithmetic mean, or `None` when empty.
+pub fn mean(xs: &[f64]) -> Option<f64> {
+    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
+}
+
 /// The median absolute deviation scaled to estimate a normal standard deviation.
 pub fn mad_sigma(xs: &[f64]) -> Option<f64> {
     let m = median(xs)?;

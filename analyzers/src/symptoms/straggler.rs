@@ -132,6 +132,7 @@ pub fn detect(
                 metric: Some("compute_seconds".to_string()),
                 rank: Some(r.rank),
                 plot: plot_of(&r.points, 400),
+                restored: false,
             });
         }
     }

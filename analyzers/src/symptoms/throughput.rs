@@ -3,54 +3,54 @@
 //! gaps inside its lifetime read as idle, fell by at least 15% and stayed down.
 
 use super::regression::{self, PaceInput, Worse};
+use std::collections::BTreeMap;
+
 use super::stats::median;
 use super::{DetectorConfig, Point, Symptom, SymptomKind, WorkloadKey};
 
-/// Averages samples that share a timestamp (one per device) into one series point, and
-/// fills scrape gaps longer than 2.5 intervals with zero-valued points at the interval.
-pub fn workload_series(mut samples: Vec<Point>) -> Vec<Point> {
-    samples.sort_by_key(|p| p.time_ns);
-    let mut merged: Vec<Point> = Vec::new();
-    let mut count = 0usize;
-    for p in samples {
-        match merged.last_mut() {
-            Some(last) if last.time_ns == p.time_ns => {
-                count += 1;
-                last.value += (p.value - last.value) / count as f64;
-            }
-            _ => {
-                merged.push(Point { step: None, ..p });
-                count = 1;
-            }
-        }
+/// One workload's utilization series from per-device samples `(device key, sample)`: the
+/// mean over devices per scrape interval (the median interval of the devices' own
+/// series), with intervals where no device reported inside its lifetime read as idle.
+pub fn workload_series(samples: Vec<(String, Point)>) -> Vec<Point> {
+    let mut by_device: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for (d, p) in &samples {
+        by_device.entry(d.clone()).or_default().push(p.time_ns);
     }
-    let dts: Vec<f64> = merged
-        .windows(2)
-        .map(|w| (w[1].time_ns - w[0].time_ns) as f64)
-        .collect();
-    let Some(interval) = median(&dts).filter(|d| *d > 0.0) else {
-        return merged;
+    let mut dts = Vec::new();
+    for ts in by_device.values_mut() {
+        ts.sort_unstable();
+        dts.extend(
+            ts.windows(2)
+                .map(|w| (w[1] - w[0]) as f64)
+                .filter(|d| *d > 0.0),
+        );
+    }
+    let Some(interval) = median(&dts).map(|d| d as i64).filter(|d| *d > 0) else {
+        let mut pts: Vec<Point> = samples.into_iter().map(|(_, p)| p).collect();
+        pts.sort_by_key(|p| p.time_ns);
+        return pts;
     };
-    let interval = interval as i64;
-    let mut out = Vec::with_capacity(merged.len());
-    for (i, p) in merged.iter().enumerate() {
-        if i > 0 {
-            let prev = merged[i - 1].time_ns;
-            if p.time_ns - prev > interval * 5 / 2 {
-                let mut t = prev + interval;
-                while t < p.time_ns - interval / 2 {
-                    out.push(Point {
-                        time_ns: t,
-                        step: None,
-                        value: 0.0,
-                    });
-                    t += interval;
-                }
-            }
-        }
-        out.push(*p);
+    let mut buckets: BTreeMap<i64, (f64, usize)> = BTreeMap::new();
+    for (_, p) in &samples {
+        let b = buckets
+            .entry(p.time_ns.div_euclid(interval))
+            .or_insert((0.0, 0));
+        b.0 += p.value;
+        b.1 += 1;
     }
-    out
+    let (Some(&first), Some(&last)) = (buckets.keys().next(), buckets.keys().next_back()) else {
+        return Vec::new();
+    };
+    (first..=last)
+        .map(|b| {
+            let value = buckets.get(&b).map_or(0.0, |(sum, n)| sum / *n as f64);
+            Point {
+                time_ns: (b + 1) * interval,
+                step: None,
+                value,
+            }
+        })
+        .collect()
 }
 
 /// The throughput drops of one workload's utilization series.
@@ -86,24 +86,39 @@ mod tests {
     fn devices_are_averaged_and_gaps_read_as_idle() {
         let mut samples = Vec::new();
         for t in 0..10 {
-            for (d, v) in [(0, 80.0), (1, 100.0)] {
-                let _ = d;
-                samples.push(Point {
+            // Two devices scraped 3 s apart every 15 s.
+            samples.push((
+                "a".to_string(),
+                Point {
                     time_ns: t * 15 * S,
                     step: None,
-                    value: v,
-                });
-            }
+                    value: 80.0,
+                },
+            ));
+            samples.push((
+                "b".to_string(),
+                Point {
+                    time_ns: t * 15 * S + 3 * S,
+                    step: None,
+                    value: 100.0,
+                },
+            ));
         }
-        samples.push(Point {
-            time_ns: 300 * S,
-            step: None,
-            value: 90.0,
-        });
+        samples.push((
+            "a".to_string(),
+            Point {
+                time_ns: 300 * S,
+                step: None,
+                value: 90.0,
+            },
+        ));
         let s = workload_series(samples);
         assert_eq!(s[0].value, 90.0);
         let zeros = s.iter().filter(|p| p.value == 0.0).count();
-        assert_eq!(zeros, 10, "135 s .. 300 s at 15 s is 10 missing scrapes");
+        assert_eq!(
+            zeros, 10,
+            "150 s .. 300 s at 15 s is 10 empty intervals: {s:?}"
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 -- framework.checkpoint_save: checkpointing costs too much — saves at normal speed (no
 -- storage signal) but more frequent inside the symptom than the workload's cadence before
--- it, so step gaps align with saves.
+-- it (a cadence needs two saves before the onset), so step gaps align with saves.
 WITH normal AS (
   SELECT namespace, workload, median(TRY_CAST(attrs['seconds'] AS DOUBLE)) AS seconds
   FROM events WHERE kind = 'checkpoint_saved' GROUP BY namespace, workload
@@ -40,5 +40,5 @@ SELECT slowdown_id, 'framework.checkpoint_save' AS cause, 'workload' AS scope,
       THEN concat(', each ~', CAST(round(normal_seconds, 1) AS VARCHAR), ' s') END) AS summary
 FROM cadence
 WHERE n >= 2
-  AND (every_before IS NULL OR every_inside < 0.67 * every_before)
+  AND every_before IS NOT NULL AND every_inside < 0.67 * every_before
   AND (normal_seconds IS NULL OR longest <= 3 * normal_seconds);

@@ -1,6 +1,6 @@
 -- orchestrator.eviction: evicted by an orchestrator policy — not for preemption and not
--- for the node's health: Kueue PodsReadyTimeout, API eviction or drain, descheduler,
--- requeue limits.
+-- for the node's health: Kueue PodsReadyTimeout, API eviction or drain, the descheduler
+-- (`Descheduled`), requeue limits.
 SELECT slowdown_id, 'orchestrator.eviction' AS cause, 'workload' AS scope,
   CAST(NULL AS VARCHAR) AS node, CAST(NULL AS VARCHAR) AS device, min(time) AS time,
   array_agg(event_id ORDER BY time, event_id) AS evidence,
@@ -9,7 +9,8 @@ SELECT slowdown_id, 'orchestrator.eviction' AS cause, 'workload' AS scope,
     CASE WHEN first_value(message ORDER BY time) IS NOT NULL
       THEN concat(' — ', first_value(message ORDER BY time)) END) AS summary
 FROM symptom_events
-WHERE scope = 'workload' AND kind IN ('evicted', 'requeued')
+WHERE scope = 'workload' AND (kind IN ('evicted', 'requeued', 'descheduled')
+    OR reason IN ('Descheduled', 'Evicted', 'EvictionByEvictionAPI', 'PodsReadyTimeout'))
   AND coalesce(reason, '') NOT IN ('Preempted', 'InClusterQueue', 'InCohortReclamation',
     'InCohortReclaimWhileBorrowing', 'InCohortFairSharing', 'WorkloadSliceReplaced')
   AND attrs['preemption_reason'] IS NULL

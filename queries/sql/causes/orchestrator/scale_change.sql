@@ -1,10 +1,21 @@
--- orchestrator.scale_change: the workload's own replica count or slice changed.
-SELECT slowdown_id, 'orchestrator.scale_change' AS cause, 'workload' AS scope,
-  CAST(NULL AS VARCHAR) AS node, CAST(NULL AS VARCHAR) AS device, min(time) AS time,
-  array_agg(event_id ORDER BY time, event_id) AS evidence,
-  concat(coalesce(min(namespace), ''), '/', min(workload), ' scaled: ',
-    coalesce(first_value(message ORDER BY time), first_value(reason ORDER BY time), 'replicas changed'))
-    AS summary
-FROM symptom_events
-WHERE scope = 'workload' AND kind IN ('scaled', 'slice_replaced')
-GROUP BY slowdown_id;
+-- orchestrator.scale_change: the workload's own replica count or slice changed: a
+-- `scaled` Deployment/Job/JobSet, or the job controller deleting some of its pods
+-- (SuccessfulDelete) when nothing evicted, preempted or suspended it around then.
+WITH stops AS (
+  SELECT slowdown_id, time FROM symptom_events
+  WHERE scope = 'workload' AND kind IN ('evicted', 'preempted', 'suspended', 'descheduled')
+)
+SELECT e.slowdown_id, 'orchestrator.scale_change' AS cause, 'workload' AS scope,
+  CAST(NULL AS VARCHAR) AS node, CAST(NULL AS VARCHAR) AS device, min(e.time) AS time,
+  array_agg(e.event_id ORDER BY e.time, e.event_id) AS evidence,
+  concat(coalesce(min(e.namespace), ''), '/', min(e.workload), ' scaled: ',
+    coalesce(first_value(e.message ORDER BY e.time), first_value(e.reason ORDER BY e.time),
+      'replicas changed')) AS summary
+FROM symptom_events e
+LEFT JOIN stops x ON x.slowdown_id = e.slowdown_id
+  AND x.time >= e.time - INTERVAL '2 minutes' AND x.time <= e.time + INTERVAL '2 minutes'
+WHERE e.scope = 'workload'
+  AND (e.kind IN ('scaled', 'slice_replaced')
+       OR (e.kind = 'deleted' AND lower(coalesce(e.attrs['child_kind'], '')) = 'pod'))
+  AND x.slowdown_id IS NULL
+GROUP BY e.slowdown_id;
