@@ -36,6 +36,8 @@
 //! | Kueue QuotaReserved / Admitted / Started | `quota_reserved` / `admitted` / `started` | cluster_queue, wait_seconds |
 //! | Kueue Pending / Inadmissible | `pending` / `inadmissible` | pod_set, resource, flavor, needed, pending_preemptions |
 //! | Kueue Requeued / Finished, FinishedWorkload / CreatedWorkload / Stopped | `requeued` / `finished` / `workload_created` / `stopped` | |
+//! | kubelet Created / Started ("… container …") | `container_created` / `container_started` | |
+//! | EvictionThresholdMet (I) / TaintManagerEviction / Descheduled | `eviction_threshold_met` / `taint_manager_eviction` / `descheduled` | |
 //!
 //! Common Event attrs: involved_kind, involved_name, involved_uid, field_path, container,
 //! component, reporting_instance, action, related_kind, related_name, count, occurrence,

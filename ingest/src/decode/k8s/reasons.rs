@@ -151,6 +151,12 @@ pub fn event_kind(reason: &str, message: &str, source: &str) -> (Cow<'static, st
         "Finished" | "FinishedWorkload" => ("finished", O),
         "CreatedWorkload" => ("workload_created", O),
         "Started" if source == KUEUE => ("started", O),
+        // The kubelet's container lifecycle (not the controllers' SuccessfulCreate).
+        "Created" if message.starts_with("Created container") => ("container_created", O),
+        "Started" if message.starts_with("Started container") => ("container_started", O),
+        "EvictionThresholdMet" => ("eviction_threshold_met", I),
+        "TaintManagerEviction" => ("taint_manager_eviction", O),
+        "Descheduled" => ("descheduled", O),
         "Stopped" if source == KUEUE => ("stopped", O),
         "PodsReadyTimeout" | "ExceededPodsReadyTimeout" => ("evicted", O),
         _ => return fallback_kind(reason, source),
@@ -214,6 +220,10 @@ mod tests {
         assert_eq!(k, "image_pull_failed");
         let (k, l) = event_kind("KernelOops", "", NPD);
         assert_eq!((k.as_ref(), l), ("kernel_oops", Layer::Infrastructure));
+        let (k, _) = event_kind("Created", "Created container trainer", KUBERNETES);
+        assert_eq!(k, "container_created");
+        let (k, _) = event_kind("SuccessfulCreate", "Created pod: ft-0-bcdfg", KUBERNETES);
+        assert_eq!(k, "created");
         let (k, l) = event_kind("OOMKilling", "", NPD);
         assert_eq!((k.as_ref(), l), ("oom_killed", Layer::Orchestrator));
     }
