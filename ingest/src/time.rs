@@ -80,6 +80,48 @@ pub fn parse_duration_ns(s: &str) -> Option<i64> {
     Some(total)
 }
 
+/// A Go `time.Duration` as Go prints it (`6s`, `1m5s`, `1h2m3.5s`, `150ms`, `2µs`, `-3s`) in
+/// seconds: fractions and sub-millisecond units, which [`parse_duration_ns`] does not take.
+pub fn parse_go_duration_secs(s: &str) -> Option<f64> {
+    let s = s.trim();
+    if s.is_empty() {
+        return None;
+    }
+    if s == "0" {
+        return Some(0.0);
+    }
+    let (neg, mut rest) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s),
+    };
+    let mut total = 0.0;
+    while !rest.is_empty() {
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if num_end == 0 {
+            return None;
+        }
+        let n: f64 = rest[..num_end].parse().ok()?;
+        rest = &rest[num_end..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let mult = match &rest[..unit_end] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 1e-3,
+            "us" | "µs" | "μs" => 1e-6,
+            "ns" => 1e-9,
+            _ => return None,
+        };
+        total += n * mult;
+        rest = &rest[unit_end..];
+    }
+    Some(if neg { -total } else { total })
+}
+
 /// Now, in nanoseconds since the Unix epoch.
 pub fn now_ns() -> Nanos {
     chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX)
@@ -503,5 +545,16 @@ mod kernel_and_epoch_tests {
         assert_eq!(format_rfc3339(st.unwrap().ns), "2026-12-09T10:15:02.500Z");
         assert!(parse_syslog_prefix("Nov 29 10:15 host", reference).is_none());
         assert!(parse_syslog_prefix("Now 29 10:15:02 host", reference).is_none());
+    }
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(parse_go_duration_secs("6s"), Some(6.0));
+        assert_eq!(parse_go_duration_secs("1m5s"), Some(65.0));
+        assert_eq!(parse_go_duration_secs("1h2m3.5s"), Some(3723.5));
+        assert_eq!(parse_go_duration_secs("150ms"), Some(0.15));
+        assert_eq!(parse_go_duration_secs("-3s"), Some(-3.0));
+        assert_eq!(parse_go_duration_secs("s"), None);
+        assert_eq!(parse_go_duration_secs("5x"), None);
     }
 }

@@ -59,47 +59,6 @@ pub fn created_or_deleted(msg: &str) -> Option<(&str, &str)> {
     (!kind.is_empty() && !name.is_empty() && !name.contains(' ')).then_some((kind, name))
 }
 
-/// A Go duration (`6s`, `1m5s`, `1h2m3.5s`, `150ms`, `2µs`) in seconds.
-pub fn go_duration_seconds(s: &str) -> Option<f64> {
-    let s = s.trim();
-    if s.is_empty() {
-        return None;
-    }
-    if s == "0" {
-        return Some(0.0);
-    }
-    let (neg, mut rest) = match s.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, s),
-    };
-    let mut total = 0.0;
-    while !rest.is_empty() {
-        let num_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        if num_end == 0 {
-            return None;
-        }
-        let n: f64 = rest[..num_end].parse().ok()?;
-        rest = &rest[num_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let mult = match &rest[..unit_end] {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 1e-3,
-            "us" | "µs" | "μs" => 1e-6,
-            "ns" => 1e-9,
-            _ => return None,
-        };
-        total += n * mult;
-        rest = &rest[unit_end..];
-    }
-    Some(if neg { -total } else { total })
-}
-
 /// Formats seconds without a trailing `.0` for whole numbers.
 pub fn fmt_seconds(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
@@ -132,7 +91,7 @@ pub fn kueue_queue_and_wait(msg: &str, attrs: &mut Attrs) {
         "wait time since reservation was ",
     ] {
         if let Some(w) = word_after(msg, marker)
-            && let Some(secs) = go_duration_seconds(w)
+            && let Some(secs) = crate::time::parse_go_duration_secs(w)
         {
             attrs.push("wait_seconds", fmt_seconds(secs));
         }
@@ -251,16 +210,6 @@ mod tests {
             "Scaled up replica set x to many",
             &mut Attrs::default()
         ));
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(go_duration_seconds("6s"), Some(6.0));
-        assert_eq!(go_duration_seconds("1m5s"), Some(65.0));
-        assert_eq!(go_duration_seconds("1h2m3.5s"), Some(3723.5));
-        assert_eq!(go_duration_seconds("150ms"), Some(0.15));
-        assert_eq!(go_duration_seconds("s"), None);
-        assert_eq!(go_duration_seconds("5x"), None);
     }
 
     #[test]
