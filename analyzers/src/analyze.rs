@@ -368,9 +368,21 @@ fn detect_regressions(
             value: v.0 / v.1 as f64,
         })
         .collect();
+    if std::env::var_os("WHYSLOW_DEBUG_PACE").is_some() {
+        eprintln!(
+            "pace {wk:?}: {:?}",
+            series
+                .iter()
+                .map(|p| (
+                    p.time_ns / 1_000_000_000,
+                    (p.value * 1000.0).round() / 1000.0
+                ))
+                .collect::<Vec<_>>()
+        );
+    }
     let bucket_cfg = DetectorConfig {
-        min_segment: 3,
-        alpha: 1e-3,
+        min_segment: 2,
+        alpha: 1e-2,
         ..cfg.clone()
     };
     let mut out = Vec::new();
@@ -401,6 +413,23 @@ fn detect_regressions(
                     .find(|p| p.time_ns >= s.start_ns)
                     .and_then(|p| p.run_id.clone())
             });
+        // Account on the steps themselves, not the buckets: the extra wall time of the
+        // window's steps against the pooled pace of the steps before it.
+        let prev_end = out.last().map_or(i64::MIN, |p: &Symptom| p.end_ns);
+        let pooled = |f: &dyn Fn(&PacePair) -> bool| -> (f64, i64) {
+            pairs
+                .iter()
+                .filter(|p| f(p))
+                .fold((0.0, 0), |a, p| (a.0 + p.seconds, a.1 + p.steps))
+        };
+        let (ref_s, ref_n) = pooled(&|p| p.time_ns <= s.start_ns && p.time_ns > prev_end);
+        let (win_s, win_n) = pooled(&|p| p.time_ns > s.start_ns && p.time_ns <= s.end_ns);
+        if ref_n > 0 && win_n > 0 {
+            let base = ref_s / ref_n as f64;
+            s.baseline = Some(base);
+            s.observed = Some(win_s / win_n as f64);
+            s.lost_seconds = (win_s - base * win_n as f64).max(0.0);
+        }
         out.push(s);
     }
     out
