@@ -225,20 +225,53 @@ fn chain_of(
     let mut evs: Vec<&EventInfo> = ids.iter().filter_map(|id| events.get(*id)).collect();
     evs.extend(aftermath.iter());
     evs.sort_by(|a, b| (a.time_ns, &a.event_id).cmp(&(b.time_ns, &b.event_id)));
+    // One link per thing that happened: the same transition reported by several sources
+    // (a Kueue Event and the Workload's condition; Evicted and Preempted) in the same second
+    // for the same subject is one link, told by its canonical kind where one is present.
+    fn canonical(k: &str) -> &str {
+        match k {
+            "preempted" | "evicted" => "evicted",
+            "quota_reserved" | "admitted" => "admitted",
+            other => other,
+        }
+    }
+    let who = |s: &str| {
+        s.split_once(": ")
+            .map_or(String::new(), |(w, _)| w.to_string())
+    };
     let mut links: Vec<Link> = Vec::new();
     for e in evs {
-        if links
-            .iter()
-            .any(|l| l.kind == e.kind && l.summary == e.summary)
-        {
-            continue;
-        }
-        links.push(Link {
-            time_ns: e.time_ns,
-            layer: e.layer.clone(),
-            kind: e.kind.clone(),
-            summary: e.summary.clone(),
+        let key = (
+            e.time_ns / 1_000_000_000,
+            who(&e.summary),
+            canonical(&e.kind),
+        );
+        let same = links.iter().position(|l| {
+            (
+                l.time_ns / 1_000_000_000,
+                who(&l.summary),
+                canonical(&l.kind),
+            ) == key
+                || (l.kind == e.kind && l.summary == e.summary)
         });
+        match same {
+            Some(i) => {
+                if links[i].kind != key.2 && e.kind == key.2 {
+                    links[i] = Link {
+                        time_ns: e.time_ns,
+                        layer: e.layer.clone(),
+                        kind: e.kind.clone(),
+                        summary: e.summary.clone(),
+                    };
+                }
+            }
+            None => links.push(Link {
+                time_ns: e.time_ns,
+                layer: e.layer.clone(),
+                kind: e.kind.clone(),
+                summary: e.summary.clone(),
+            }),
+        }
     }
     if links.len() > MAX_CHAIN {
         let last = links.pop();
