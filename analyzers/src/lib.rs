@@ -6,6 +6,7 @@
 //! them, builds causal chains and accounts lost time; [`report`] renders the result.
 //! [`analyze`] runs them in order over a window of a session.
 
+pub mod accuracy;
 pub mod analyze;
 pub mod attribution;
 pub mod causes;

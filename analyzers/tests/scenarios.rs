@@ -5,35 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use chrono::DateTime;
-use serde::Deserialize;
 use whyslow_analyzers::Selection;
+use whyslow_analyzers::accuracy::{Truth, score};
 use whyslow_analyzers::command::{analyze_store, ingest_dir};
 use whyslow_analyzers::report::{self, Format, Report};
-
-#[derive(Debug, Deserialize)]
-struct Truth {
-    incidents: Vec<Incident>,
-    #[serde(default)]
-    clean_workloads: Vec<Clean>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Incident {
-    cause: String,
-    namespace: String,
-    workload: String,
-    slowdown: String,
-    start: String,
-    end: String,
-    lost_seconds: f64,
-}
-
-#[derive(Debug, Deserialize)]
-struct Clean {
-    namespace: String,
-    workload: String,
-}
 
 fn scenarios() -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(whyslow_fixtures::committed_scenarios_dir())
@@ -68,61 +43,39 @@ fn report_of(dir: &Path) -> (Report, String, String) {
     (r, json, md)
 }
 
-fn secs(t: &str) -> i64 {
-    DateTime::parse_from_rfc3339(t).unwrap().timestamp()
-}
-
-/// Compares the report with the truth: (found, verdict right, lost error, false positives).
-fn score(r: &Report, truth: &Truth) -> Vec<String> {
-    let mut problems = Vec::new();
-    for inc in &truth.incidents {
-        let found = r.slowdowns.iter().find(|s| {
-            s.namespace.as_deref() == Some(&inc.namespace)
-                && s.workload.as_deref() == Some(&inc.workload)
-                && secs(&s.start) <= secs(&inc.end) + 60
-                && secs(&inc.start) <= secs(&s.end) + 60
-        });
-        match found {
-            None => problems.push(format!(
-                "missed {} {} of {}/{}",
-                inc.slowdown, inc.cause, inc.namespace, inc.workload
-            )),
-            Some(s) => {
-                let verdict = s.causes.first().map(|c| c.cause.as_str()).unwrap_or("-");
-                if verdict != inc.cause {
-                    problems.push(format!(
-                        "{}/{}: verdict {verdict}, truth {}",
-                        inc.namespace, inc.workload, inc.cause
-                    ));
-                }
-                if s.kind != inc.slowdown {
-                    problems.push(format!(
-                        "{}/{}: kind {}, truth {}",
-                        inc.namespace, inc.workload, s.kind, inc.slowdown
-                    ));
-                }
-                let err = (s.lost_seconds - inc.lost_seconds).abs() / inc.lost_seconds.max(1.0);
-                if err > 0.10 {
-                    problems.push(format!(
-                        "{}/{}: lost {} s, truth {} s",
-                        inc.namespace, inc.workload, s.lost_seconds, inc.lost_seconds
-                    ));
-                }
-            }
+/// The truth problems of one report, as sentences.
+fn problems(r: &Report, truth: &Truth) -> Vec<String> {
+    let sc = score(r, truth);
+    let mut out = Vec::new();
+    for o in &sc.outcomes {
+        if !o.detected {
+            out.push(format!("missed {}", o.cause));
+            continue;
         }
-    }
-    for c in &truth.clean_workloads {
-        for s in r.slowdowns.iter().filter(|s| {
-            s.namespace.as_deref() == Some(&c.namespace)
-                && s.workload.as_deref() == Some(&c.workload)
-        }) {
-            problems.push(format!(
-                "false positive: {} of clean {}/{} at {}",
-                s.kind, c.namespace, c.workload, s.start
+        if !o.top1 {
+            out.push(format!(
+                "verdict {}, truth {}",
+                o.verdict.as_deref().unwrap_or("-"),
+                o.cause
+            ));
+        }
+        if !o.kind_right {
+            out.push(format!("{}: wrong slowdown kind", o.cause));
+        }
+        if o.lost_error.is_some_and(|e| e > 0.10) {
+            out.push(format!(
+                "{}: lost time off by {:.0}%",
+                o.cause,
+                100.0 * o.lost_error.unwrap_or(0.0)
             ));
         }
     }
-    problems
+    out.extend(
+        sc.false_positives
+            .iter()
+            .map(|f| format!("false positive: {f}")),
+    );
+    out
 }
 
 #[test]
@@ -140,7 +93,7 @@ fn committed_scenarios_match_goldens_and_truth() {
         let (r, json, md) = report_of(&dir);
         let truth: Truth =
             serde_json::from_slice(&std::fs::read(dir.join("truth.json")).unwrap()).unwrap();
-        for p in score(&r, &truth) {
+        for p in problems(&r, &truth) {
             truth_problems.push(format!("{name}: {p}"));
         }
         for (ext, text) in [("json", &json), ("md", &md)] {
