@@ -300,7 +300,7 @@ pub fn one_sentence(e: &anyhow::Error) -> String {
         }
     }
     let mut s = parts.join(": ");
-    if !s.ends_with('.') {
+    if !s.ends_with(['.', '?', '!']) {
         s.push('.');
     }
     s
