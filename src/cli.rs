@@ -22,7 +22,12 @@ pub struct Cli {
 #[derive(Debug, Args)]
 pub struct Global {
     /// The store directory (created on first write).
-    #[arg(long, global = true, env = "WHYSLOW_STORE", default_value = "./whyslow-data")]
+    #[arg(
+        long,
+        global = true,
+        env = "WHYSLOW_STORE",
+        default_value = "./whyslow-data"
+    )]
     pub store: PathBuf,
 }
 
@@ -160,13 +165,22 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                 params: a.params,
                 format: a.format,
             };
-            whyslow_queries::run_sql(&cmd, &mut std::io::stdout().lock())
-                .map_err(|e| if e.is_usage() { UsageError(e.to_string()).into() } else { anyhow::Error::new(e) })
+            whyslow_queries::run_sql(&cmd, &mut std::io::stdout().lock()).map_err(|e| {
+                if e.is_usage() {
+                    UsageError(e.to_string()).into()
+                } else {
+                    anyhow::Error::new(e)
+                }
+            })
         }
         Command::Report(args) => report(store, args),
         Command::Demo => {
-            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-            runtime.block_on(whyslow_analyzers::command::run_demo(&mut std::io::stdout().lock()))?;
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(whyslow_analyzers::command::run_demo(
+                &mut std::io::stdout().lock(),
+            ))?;
             Ok(())
         }
         Command::Replay => anyhow::bail!("this command is not built yet"),
@@ -179,7 +193,9 @@ fn report(store: PathBuf, args: ReportArgs) -> Result<()> {
     let bad = |e: &dyn std::fmt::Display| anyhow::Error::new(UsageError(e.to_string()));
     let now = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
     let time = |t: &Option<String>| -> Result<Option<i64>> {
-        t.as_deref().map(|t| whyslow_ingest::time::parse_cli_time(t, now).map_err(|e| bad(&e))).transpose()
+        t.as_deref()
+            .map(|t| whyslow_ingest::time::parse_cli_time(t, now).map_err(|e| bad(&e)))
+            .transpose()
     };
     let selection = whyslow_analyzers::Selection {
         namespace: args.namespace,
@@ -197,7 +213,9 @@ fn report(store: PathBuf, args: ReportArgs) -> Result<()> {
         output: args.output,
         persist,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(run_report(&req))?;
     Ok(())
 }
@@ -208,7 +226,12 @@ fn usage<E: std::fmt::Display>(e: E) -> anyhow::Error {
 
 fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
     use whyslow_ingest::stream::{self, StreamOptions, TopicSpec};
-    let topics = args.topics.iter().map(|t| TopicSpec::parse(t)).collect::<Result<Vec<_>, _>>().map_err(usage)?;
+    let topics = args
+        .topics
+        .iter()
+        .map(|t| TopicSpec::parse(t))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(usage)?;
     let mut opts = StreamOptions::new(store, &args.brokers, &args.group, topics);
     opts.incidents_topic = args.incidents_topic;
     opts.flush_interval = stream::parse_duration(&args.flush_interval).map_err(usage)?;
@@ -218,7 +241,9 @@ fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
         "" | "off" | "none" => None,
         a => Some(a.to_string()),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     let summary = runtime.block_on(stream::run(
         opts,
         |format| whyslow_ingest::run::decoder_for(format).ok(),
@@ -227,7 +252,12 @@ fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
     ))?;
     eprintln!(
         "whyslow stream: stopped after {} messages ({} redelivered and skipped): {} rows written, {} duplicate rows skipped, {} rejected to dead_letters, {} commits.",
-        summary.messages, summary.redelivered, summary.rows_written, summary.duplicate_rows, summary.rejected, summary.commits
+        summary.messages,
+        summary.redelivered,
+        summary.rows_written,
+        summary.duplicate_rows,
+        summary.rejected,
+        summary.commits
     );
     Ok(())
 }
@@ -235,7 +265,10 @@ fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
 /// Resolves on SIGINT or SIGTERM.
 async fn shutdown_signal() {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
         // Without signal handlers the worker still stops on a kill; wait forever here.
         return std::future::pending().await;
     };
@@ -253,11 +286,20 @@ fn ingest(store: PathBuf, a: IngestArgs) -> Result<()> {
     use whyslow_ingest::run::{IngestError, IngestOptions};
     use whyslow_ingest::time::{now_ns, parse_cli_time};
 
-    let format = a.format.parse().map_err(|e: whyslow_ingest::decode::UnknownFormat| UsageError(e.to_string()))?;
+    let format = a
+        .format
+        .parse()
+        .map_err(|e: whyslow_ingest::decode::UnknownFormat| UsageError(e.to_string()))?;
     let now = now_ns();
     let time = |flag: &str, v: Option<String>| {
-        v.map(|s| parse_cli_time(&s, now).map_err(|e| UsageError(format!("--{flag}: {e} (expected RFC 3339 or relative like -2h)"))))
-            .transpose()
+        v.map(|s| {
+            parse_cli_time(&s, now).map_err(|e| {
+                UsageError(format!(
+                    "--{flag}: {e} (expected RFC 3339 or relative like -2h)"
+                ))
+            })
+        })
+        .transpose()
     };
     let mut opts = IngestOptions::new(store, a.paths, format);
     opts.hints = Hints {
@@ -286,7 +328,11 @@ fn ingest(store: PathBuf, a: IngestArgs) -> Result<()> {
 
 /// Exit code of `contracts/cli.md` for an error: 2 for bad usage, else 1.
 pub fn exit_code(e: &anyhow::Error) -> u8 {
-    if e.chain().any(|c| c.is::<UsageError>()) { 2 } else { 1 }
+    if e.chain().any(|c| c.is::<UsageError>()) {
+        2
+    } else {
+        1
+    }
 }
 
 /// The error as one sentence: its own message and, where the cause adds something,

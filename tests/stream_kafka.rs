@@ -28,7 +28,13 @@ fn producer(broker: &Broker) -> ThreadedProducer<DefaultProducerContext> {
 
 /// Produces envelope events with ids `{prefix}{i}` for i in `range`, spread over
 /// `partitions` partitions.
-fn produce_events(broker: &Broker, topic: &str, partitions: i32, prefix: &str, range: std::ops::Range<u64>) {
+fn produce_events(
+    broker: &Broker,
+    topic: &str,
+    partitions: i32,
+    prefix: &str,
+    range: std::ops::Range<u64>,
+) {
     let p = producer(broker);
     for i in range {
         let payload = format!(
@@ -37,39 +43,78 @@ fn produce_events(broker: &Broker, topic: &str, partitions: i32, prefix: &str, r
         );
         let partition = (i % partitions as u64) as i32;
         let key = format!("k{i}");
-        let mut record = BaseRecord::to(topic).partition(partition).key(&key).payload(&payload);
+        let mut record = BaseRecord::to(topic)
+            .partition(partition)
+            .key(&key)
+            .payload(&payload);
         loop {
             match p.send(record) {
                 Ok(()) => break,
                 Err((e, r)) => {
                     // Queue full: let the background thread deliver, then retry.
-                    assert!(matches!(e.rdkafka_error_code(), Some(rdkafka::types::RDKafkaErrorCode::QueueFull)), "{e}");
+                    assert!(
+                        matches!(
+                            e.rdkafka_error_code(),
+                            Some(rdkafka::types::RDKafkaErrorCode::QueueFull)
+                        ),
+                        "{e}"
+                    );
                     record = r;
                     std::thread::sleep(Duration::from_millis(10));
                 }
             }
         }
     }
-    p.flush(Duration::from_secs(60)).expect("all messages delivered");
+    p.flush(Duration::from_secs(60))
+        .expect("all messages delivered");
 }
 
 fn produce_raw(broker: &Broker, topic: &str, partition: i32, payloads: &[&[u8]]) {
     let p = producer(broker);
     for payload in payloads {
-        p.send(BaseRecord::<(), [u8]>::to(topic).partition(partition).payload(payload)).expect("queued");
+        p.send(
+            BaseRecord::<(), [u8]>::to(topic)
+                .partition(partition)
+                .payload(payload),
+        )
+        .expect("queued");
     }
     p.flush(Duration::from_secs(30)).expect("delivered");
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn start_worker(store: &Path, broker: &Broker, group: &str, topic: &str) -> Child {
     Command::new(env!("CARGO_BIN_EXE_whyslow"))
-        .args(["--store", store.to_str().unwrap(), "stream", "--brokers", &broker.addr(), "--group", group])
-        .args(["--topic", topic, "--flush-interval", "200ms", "--max-batch-rows", "5000"])
-        .args(["--metrics-addr", &format!("127.0.0.1:{}", free_port()), "--retry-budget", "2m"])
+        .args([
+            "--store",
+            store.to_str().unwrap(),
+            "stream",
+            "--brokers",
+            &broker.addr(),
+            "--group",
+            group,
+        ])
+        .args([
+            "--topic",
+            topic,
+            "--flush-interval",
+            "200ms",
+            "--max-batch-rows",
+            "5000",
+        ])
+        .args([
+            "--metrics-addr",
+            &format!("127.0.0.1:{}", free_port()),
+            "--retry-budget",
+            "2m",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
@@ -77,7 +122,11 @@ fn start_worker(store: &Path, broker: &Broker, group: &str, topic: &str) -> Chil
 }
 
 fn signal(child: &Child, sig: &str) {
-    let ok = Command::new("kill").args([sig, &child.id().to_string()]).status().expect("kill").success();
+    let ok = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .expect("kill")
+        .success();
     assert!(ok, "kill {sig} failed");
 }
 
@@ -86,10 +135,16 @@ fn stop_gracefully(mut child: Child) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         if let Some(status) = child.try_wait().unwrap() {
-            assert!(status.success(), "whyslow stream exited with {status} after SIGTERM");
+            assert!(
+                status.success(),
+                "whyslow stream exited with {status} after SIGTERM"
+            );
             return;
         }
-        assert!(Instant::now() < deadline, "whyslow stream did not stop within 60 s of SIGTERM");
+        assert!(
+            Instant::now() < deadline,
+            "whyslow stream did not stop within 60 s of SIGTERM"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -110,7 +165,10 @@ fn wait_rows(store: &Path, table: Table, at_least: u64, within: Duration) -> u64
         if n >= at_least {
             return n;
         }
-        assert!(Instant::now() < deadline, "store has {n} {table} rows, expected {at_least} within {within:?}");
+        assert!(
+            Instant::now() < deadline,
+            "store has {n} {table} rows, expected {at_least} within {within:?}"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
 }
@@ -120,9 +178,19 @@ fn column(store: &Path, table: Table, name: &str) -> Vec<String> {
     let mut out = Vec::new();
     for seg in Store::open(store).unwrap().segments(table) {
         let file = std::fs::File::open(&seg.path).unwrap();
-        for batch in ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap() {
+        for batch in ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .build()
+            .unwrap()
+        {
             let batch = batch.unwrap();
-            let col = batch.column_by_name(name).unwrap().as_any().downcast_ref::<StringArray>().unwrap().clone();
+            let col = batch
+                .column_by_name(name)
+                .unwrap()
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .unwrap()
+                .clone();
             out.extend((0..col.len()).map(|i| col.value(i).to_string()));
         }
     }
@@ -151,7 +219,12 @@ fn hundred_thousand_messages_over_four_partitions_exactly_once() {
     produce_events(&broker, "env100k", 4, "a-", 0..100_000);
     let store = tempfile::tempdir().unwrap();
     let worker = start_worker(store.path(), &broker, "g100k", "env100k=envelope");
-    wait_rows(store.path(), Table::Events, 100_000, Duration::from_secs(300));
+    wait_rows(
+        store.path(),
+        Table::Events,
+        100_000,
+        Duration::from_secs(300),
+    );
     stop_gracefully(worker);
     assert_exactly(store.path(), &[("a-", 0..100_000)]);
     let offsets = Store::open(store.path()).unwrap().kafka_offsets();
@@ -170,15 +243,30 @@ fn sigkill_mid_stream_then_restart_loses_and_duplicates_nothing() {
     // session.timeout.ms). Kafka's committed offsets play no part in what is stored: the
     // worker starts every partition at the offset the store recorded with its segments.
     for round in 0..3 {
-        let worker = start_worker(store.path(), &broker, &format!("gkill-{round}"), "envkill=envelope");
+        let worker = start_worker(
+            store.path(),
+            &broker,
+            &format!("gkill-{round}"),
+            "envkill=envelope",
+        );
         let target = 10_000 * (round + 1);
-        wait_rows(store.path(), Table::Events, target, Duration::from_secs(120));
+        wait_rows(
+            store.path(),
+            Table::Events,
+            target,
+            Duration::from_secs(120),
+        );
         kill_hard(worker);
         // The store must open after every kill.
         Store::open(store.path()).expect("store opens after SIGKILL");
     }
     let worker = start_worker(store.path(), &broker, "gkill-final", "envkill=envelope");
-    wait_rows(store.path(), Table::Events, 60_000, Duration::from_secs(300));
+    wait_rows(
+        store.path(),
+        Table::Events,
+        60_000,
+        Duration::from_secs(300),
+    );
     stop_gracefully(worker);
     assert_exactly(store.path(), &[("k-", 0..60_000)]);
 }
@@ -195,14 +283,32 @@ fn two_workers_split_partitions_through_a_rebalance() {
     produce_events(&broker, "envgroup", 4, "h-", 0..20_000);
     let c = start_worker(store.path(), &broker, "gsplit", "envgroup=envelope");
     produce_events(&broker, "envgroup", 4, "i-", 0..10_000);
-    wait_rows(store.path(), Table::Events, 50_000, Duration::from_secs(300));
+    wait_rows(
+        store.path(),
+        Table::Events,
+        50_000,
+        Duration::from_secs(300),
+    );
     // One leaves: the others take over its partitions.
     stop_gracefully(c);
     produce_events(&broker, "envgroup", 4, "j-", 0..10_000);
-    wait_rows(store.path(), Table::Events, 60_000, Duration::from_secs(300));
+    wait_rows(
+        store.path(),
+        Table::Events,
+        60_000,
+        Duration::from_secs(300),
+    );
     stop_gracefully(a);
     stop_gracefully(b);
-    assert_exactly(store.path(), &[("g-", 0..20_000), ("h-", 0..20_000), ("i-", 0..10_000), ("j-", 0..10_000)]);
+    assert_exactly(
+        store.path(),
+        &[
+            ("g-", 0..20_000),
+            ("h-", 0..20_000),
+            ("i-", 0..10_000),
+            ("j-", 0..10_000),
+        ],
+    );
 }
 
 #[test]
@@ -236,7 +342,12 @@ fn broker_restart_during_consumption_loses_nothing() {
     std::thread::sleep(Duration::from_secs(3));
     broker.restart();
     produce_events(&broker, "envrestart", 2, "s-", 0..10_000);
-    wait_rows(store.path(), Table::Events, 30_000, Duration::from_secs(300));
+    wait_rows(
+        store.path(),
+        Table::Events,
+        30_000,
+        Duration::from_secs(300),
+    );
     stop_gracefully(worker);
     assert_exactly(store.path(), &[("r-", 0..20_000), ("s-", 0..10_000)]);
 }
@@ -263,10 +374,16 @@ fn incidents_from_the_commit_hook_reach_the_incidents_topic() {
     // The hook sees the store after each commit; it reports how many events it holds.
     let hook: stream::CommitHook = Box::new(|s: &Store| {
         let n = s.rows(Table::Events);
-        vec![Incident { key: "slowdown-1".into(), json: format!(r#"{{"slowdown_id":"slowdown-1","events":{n}}}"#) }]
+        vec![Incident {
+            key: "slowdown-1".into(),
+            json: format!(r#"{{"slowdown_id":"slowdown-1","events":{n}}}"#),
+        }]
     });
     let store_path = store.path().to_path_buf();
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let summary = rt
         .block_on(async move {
             let shutdown = async move {
@@ -275,7 +392,13 @@ fn incidents_from_the_commit_hook_reach_the_incidents_topic() {
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             };
-            stream::run(opts, |f| whyslow_ingest::run::decoder_for(f).ok(), Some(hook), shutdown).await
+            stream::run(
+                opts,
+                |f| whyslow_ingest::run::decoder_for(f).ok(),
+                Some(hook),
+                shutdown,
+            )
+            .await
         })
         .expect("worker ran");
     assert_eq!(summary.rows_written, 10);
@@ -298,5 +421,8 @@ fn incidents_from_the_commit_hook_reach_the_incidents_topic() {
             }
         }
     }
-    assert_eq!(last.as_deref(), Some(r#"{"slowdown_id":"slowdown-1","events":10}"#));
+    assert_eq!(
+        last.as_deref(),
+        Some(r#"{"slowdown_id":"slowdown-1","events":10}"#)
+    );
 }

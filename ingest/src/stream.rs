@@ -19,10 +19,19 @@ use crate::store::StoreError;
 pub enum StreamError {
     #[error("Kafka client error: {0}")]
     Kafka(#[source] rdkafka::error::KafkaError),
-    #[error("the broker at {brokers} stayed unreachable for longer than the retry budget of {budget:?} (last error: {last})")]
-    BrokerUnreachable { brokers: String, budget: std::time::Duration, last: String },
+    #[error(
+        "the broker at {brokers} stayed unreachable for longer than the retry budget of {budget:?} (last error: {last})"
+    )]
+    BrokerUnreachable {
+        brokers: String,
+        budget: std::time::Duration,
+        last: String,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("cannot serve metrics on {addr}: {source}")]
-    MetricsEndpoint { addr: String, source: std::io::Error },
+    MetricsEndpoint {
+        addr: String,
+        source: std::io::Error,
+    },
 }

@@ -43,7 +43,11 @@ impl Broker {
             bin.display()
         );
         let dir = tempfile::tempdir().expect("scratch dir");
-        let mut b = Broker { child: None, port: free_port(), dir };
+        let mut b = Broker {
+            child: None,
+            port: free_port(),
+            dir,
+        };
         b.spawn();
         b
     }
@@ -53,7 +57,13 @@ impl Broker {
         let log = std::fs::File::create(self.dir.path().join("tansu.log")).expect("broker log");
         let child = Command::new(tansu_binary())
             .current_dir(self.dir.path())
-            .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url])
+            .args([
+                "broker",
+                "--listener-url",
+                &url,
+                "--advertised-listener-url",
+                &url,
+            ])
             .args(["--storage-engine", "sqlite://tansu.db"])
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
@@ -76,12 +86,19 @@ impl Broker {
             .create()
             .expect("metadata client");
         while Instant::now() < deadline {
-            if consumer.fetch_metadata(None, Duration::from_secs(1)).is_ok() {
+            if consumer
+                .fetch_metadata(None, Duration::from_secs(1))
+                .is_ok()
+            {
                 return;
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-        panic!("tansu did not answer on {} within 60 s; see {}", self.addr(), self.dir.path().join("tansu.log").display());
+        panic!(
+            "tansu did not answer on {} within 60 s; see {}",
+            self.addr(),
+            self.dir.path().join("tansu.log").display()
+        );
     }
 
     /// Stops the broker (SIGKILL) keeping its data.
@@ -104,7 +121,10 @@ impl Broker {
             .set("bootstrap.servers", self.addr())
             .create()
             .expect("admin client");
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
         let res = rt
             .block_on(admin.create_topics(
                 &[NewTopic::new(name, partitions, TopicReplication::Fixed(1))],
@@ -112,7 +132,8 @@ impl Broker {
             ))
             .expect("create topic");
         for r in res {
-            r.map_err(|(t, e)| format!("topic {t}: {e}")).expect("topic created");
+            r.map_err(|(t, e)| format!("topic {t}: {e}"))
+                .expect("topic created");
         }
     }
 }

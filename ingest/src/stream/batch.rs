@@ -80,14 +80,30 @@ impl MicroBatch {
             return Accepted::Redelivered;
         }
         self.started.get_or_insert_with(Instant::now);
-        let header = |name: &str| m.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| *v);
-        let topic_format = self.topic_formats.get(m.topic).copied().unwrap_or(Format::Auto);
-        let format = header("format").and_then(|f| f.parse().ok()).unwrap_or(topic_format);
-        let key = m.key.and_then(|k| std::str::from_utf8(k).ok()).filter(|k| !k.is_empty());
+        let header = |name: &str| {
+            m.headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| *v)
+        };
+        let topic_format = self
+            .topic_formats
+            .get(m.topic)
+            .copied()
+            .unwrap_or(Format::Auto);
+        let format = header("format")
+            .and_then(|f| f.parse().ok())
+            .unwrap_or(topic_format);
+        let key = m
+            .key
+            .and_then(|k| std::str::from_utf8(k).ok())
+            .filter(|k| !k.is_empty());
         let hints = Hints {
             node: header("node").map(str::to_string).or_else(|| {
                 // Scrape and kernel-log pipelines key their messages by host.
-                matches!(format, Format::Prometheus | Format::Kmsg).then(|| key.map(str::to_string)).flatten()
+                matches!(format, Format::Prometheus | Format::Kmsg)
+                    .then(|| key.map(str::to_string))
+                    .flatten()
             }),
             cluster: header("cluster").map(str::to_string),
             namespace: header("namespace").map(str::to_string),
@@ -96,10 +112,15 @@ impl MicroBatch {
             default_time_ns: m.timestamp_ms.and_then(|ms| ms.checked_mul(1_000_000)),
             boot_time_ns: None,
         };
-        let origin = Origin::Kafka { topic: m.topic, partition: m.partition, offset: m.offset };
+        let origin = Origin::Kafka {
+            topic: m.topic,
+            partition: m.partition,
+            offset: m.offset,
+        };
         let payload = m.payload.unwrap_or_default();
         self.bytes += payload.len();
-        self.pending.insert((m.topic.to_string(), m.partition), m.offset + 1);
+        self.pending
+            .insert((m.topic.to_string(), m.partition), m.offset + 1);
         if m.payload.is_none() {
             // A tombstone carries nothing to decode.
             self.out.begin_record();
@@ -108,13 +129,19 @@ impl MicroBatch {
         }
         if payload.len() > MAX_RECORD_BYTES {
             self.out.begin_record();
-            let why = format!("message of {} bytes exceeds the {} byte limit", payload.len(), MAX_RECORD_BYTES);
+            let why = format!(
+                "message of {} bytes exceeds the {} byte limit",
+                payload.len(),
+                MAX_RECORD_BYTES
+            );
             self.out.reject(&origin, format, &why, payload);
             return Accepted::Decoded;
         }
         let decoder = match self.decoders.entry((m.topic.to_string(), format)) {
             std::collections::hash_map::Entry::Occupied(e) => Some(e.into_mut()),
-            std::collections::hash_map::Entry::Vacant(v) => (self.make_decoder)(format).map(|d| v.insert(d)),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                (self.make_decoder)(format).map(|d| v.insert(d))
+            }
         };
         match decoder {
             Some(d) => d.decode(payload, &origin, &hints, &mut self.out),

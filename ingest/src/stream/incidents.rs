@@ -46,7 +46,11 @@ pub struct IncidentPublisher {
 
 impl IncidentPublisher {
     /// A producer for `topic` on `brokers`, with extra librdkafka settings.
-    pub fn new(brokers: &str, topic: &str, extra: &[(String, String)]) -> Result<Self, StreamError> {
+    pub fn new(
+        brokers: &str,
+        topic: &str,
+        extra: &[(String, String)],
+    ) -> Result<Self, StreamError> {
         let mut config = ClientConfig::new();
         config
             .set("bootstrap.servers", brokers)
@@ -54,18 +58,26 @@ impl IncidentPublisher {
             .set("enable.idempotence", "false");
         for (k, v) in extra {
             // Consumer-only settings would make the producer refuse to start.
-            if !k.starts_with("group.") && !k.starts_with("auto.") && !k.starts_with("enable.auto") {
+            if !k.starts_with("group.") && !k.starts_with("auto.") && !k.starts_with("enable.auto")
+            {
                 config.set(k, v);
             }
         }
-        let producer = config.create_with_context(DeliveryLog).map_err(StreamError::Kafka)?;
-        Ok(IncidentPublisher { producer, topic: topic.to_string() })
+        let producer = config
+            .create_with_context(DeliveryLog)
+            .map_err(StreamError::Kafka)?;
+        Ok(IncidentPublisher {
+            producer,
+            topic: topic.to_string(),
+        })
     }
 
     /// Queues one incident; delivery happens in the background and failures are logged,
     /// never blocking ingest.
     pub fn publish(&self, incident: &Incident) {
-        let record = BaseRecord::to(&self.topic).key(&incident.key).payload(&incident.json);
+        let record = BaseRecord::to(&self.topic)
+            .key(&incident.key)
+            .payload(&incident.json);
         if let Err((e, _)) = self.producer.send(record) {
             warn!("An incident could not be queued for Kafka: {e}.");
         }

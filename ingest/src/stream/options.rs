@@ -28,9 +28,10 @@ impl TopicSpec {
     pub fn parse(spec: &str) -> Result<TopicSpec, OptionError> {
         let (name, format) = match spec.split_once('=') {
             Some((n, f)) => {
-                let format = f
-                    .parse()
-                    .map_err(|source| OptionError::Format { spec: spec.to_string(), source })?;
+                let format = f.parse().map_err(|source| OptionError::Format {
+                    spec: spec.to_string(),
+                    source,
+                })?;
                 (n, format)
             }
             None => (spec, Format::Auto),
@@ -39,7 +40,10 @@ impl TopicSpec {
         if name.is_empty() {
             return Err(OptionError::EmptyTopic(spec.to_string()));
         }
-        Ok(TopicSpec { name: name.to_string(), format })
+        Ok(TopicSpec {
+            name: name.to_string(),
+            format,
+        })
     }
 }
 
@@ -102,11 +106,20 @@ mod tests {
     fn topic_specs() {
         assert_eq!(
             TopicSpec::parse("dcgm=prometheus").unwrap(),
-            TopicSpec { name: "dcgm".into(), format: Format::Prometheus }
+            TopicSpec {
+                name: "dcgm".into(),
+                format: Format::Prometheus
+            }
         );
         assert_eq!(TopicSpec::parse("mixed").unwrap().format, Format::Auto);
-        assert!(matches!(TopicSpec::parse("=k8s"), Err(OptionError::EmptyTopic(_))));
-        assert!(matches!(TopicSpec::parse("t=xml"), Err(OptionError::Format { .. })));
+        assert!(matches!(
+            TopicSpec::parse("=k8s"),
+            Err(OptionError::EmptyTopic(_))
+        ));
+        assert!(matches!(
+            TopicSpec::parse("t=xml"),
+            Err(OptionError::Format { .. })
+        ));
     }
 
     #[test]

@@ -62,22 +62,46 @@ impl Telemetry {
             broker_up: Gauge::default(),
             registry: Registry::default(),
         };
-        registry.register("consumed_messages", "Messages received from Kafka", t.consumed.clone());
-        registry.register("written_rows", "Rows written to the store", t.written.clone());
-        registry.register("duplicate_rows", "Rows the store already held", t.duplicates.clone());
+        registry.register(
+            "consumed_messages",
+            "Messages received from Kafka",
+            t.consumed.clone(),
+        );
+        registry.register(
+            "written_rows",
+            "Rows written to the store",
+            t.written.clone(),
+        );
+        registry.register(
+            "duplicate_rows",
+            "Rows the store already held",
+            t.duplicates.clone(),
+        );
         registry.register(
             "redelivered_messages",
             "Messages skipped because the store already holds their offsets",
             t.redelivered.clone(),
         );
-        registry.register("rejected_records", "Records rejected to dead_letters", t.rejected.clone());
+        registry.register(
+            "rejected_records",
+            "Records rejected to dead_letters",
+            t.rejected.clone(),
+        );
         registry.register(
             "batch_commit_seconds",
             "Seconds to commit a micro-batch to the store and Kafka",
             t.batch_seconds.clone(),
         );
-        registry.register("consumer_lag_messages", "High watermark minus committed offset", t.lag.clone());
-        registry.register("broker_up", "1 while the broker answers", t.broker_up.clone());
+        registry.register(
+            "consumer_lag_messages",
+            "High watermark minus committed offset",
+            t.lag.clone(),
+        );
+        registry.register(
+            "broker_up",
+            "1 while the broker answers",
+            t.broker_up.clone(),
+        );
         Arc::new(Telemetry { registry, ..t })
     }
 
@@ -85,7 +109,8 @@ impl Telemetry {
     pub fn render(&self) -> String {
         let mut out = String::new();
         // Encoding into a String cannot fail: fmt::Write for String is infallible.
-        prometheus_client::encoding::text::encode(&mut out, &self.registry).expect("writing to a String");
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String");
         out
     }
 
@@ -96,11 +121,16 @@ impl Telemetry {
 }
 
 /// Serves `GET /metrics` (any path, in fact) on `addr` until the task is dropped.
-pub async fn serve(addr: &str, telemetry: Arc<Telemetry>) -> std::io::Result<tokio::task::JoinHandle<()>> {
+pub async fn serve(
+    addr: &str,
+    telemetry: Arc<Telemetry>,
+) -> std::io::Result<tokio::task::JoinHandle<()>> {
     let listener = TcpListener::bind(addr).await?;
     Ok(tokio::spawn(async move {
         loop {
-            let Ok((mut sock, _)) = listener.accept().await else { continue };
+            let Ok((mut sock, _)) = listener.accept().await else {
+                continue;
+            };
             let t = telemetry.clone();
             tokio::spawn(async move {
                 let mut buf = [0u8; 4096];
@@ -126,19 +156,38 @@ mod tests {
     #[tokio::test]
     async fn serves_the_counters() {
         let t = Telemetry::new();
-        t.consumed.get_or_create(&TopicLabels { topic: "envelope".into() }).inc_by(3);
-        t.lag.get_or_create(&PartitionLabels { topic: "envelope".into(), partition: 1 }).set(42);
+        t.consumed
+            .get_or_create(&TopicLabels {
+                topic: "envelope".into(),
+            })
+            .inc_by(3);
+        t.lag
+            .get_or_create(&PartitionLabels {
+                topic: "envelope".into(),
+                partition: 1,
+            })
+            .set(42);
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         drop(listener);
         let server = serve(&addr, t.clone()).await.unwrap();
         let mut sock = tokio::net::TcpStream::connect(&addr).await.unwrap();
-        sock.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
+        sock.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
         let mut resp = String::new();
         sock.read_to_string(&mut resp).await.unwrap();
         server.abort();
         assert!(resp.starts_with("HTTP/1.1 200 OK"), "{resp}");
-        assert!(resp.contains("whyslow_stream_consumed_messages_total{topic=\"envelope\"} 3"), "{resp}");
-        assert!(resp.contains("whyslow_stream_consumer_lag_messages{topic=\"envelope\",partition=\"1\"} 42"), "{resp}");
+        assert!(
+            resp.contains("whyslow_stream_consumed_messages_total{topic=\"envelope\"} 3"),
+            "{resp}"
+        );
+        assert!(
+            resp.contains(
+                "whyslow_stream_consumer_lag_messages{topic=\"envelope\",partition=\"1\"} 42"
+            ),
+            "{resp}"
+        );
     }
 }

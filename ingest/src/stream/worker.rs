@@ -19,11 +19,11 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::types::RDKafkaRespErr;
 use tracing::{error, info, warn};
 
+use super::StreamError;
 use super::batch::{Accepted, Message, MicroBatch};
 use super::incidents::{CommitHook, IncidentPublisher};
 use super::options::StreamOptions;
 use super::telemetry::{PartitionLabels, Telemetry, TopicLabels};
-use super::StreamError;
 use crate::decode::{Decoder, Format};
 use crate::store::{KafkaOffset, StoreWriter};
 
@@ -119,7 +119,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl ClientContext for WorkerContext {
     fn log(&self, level: RDKafkaLogLevel, fac: &str, log_message: &str) {
         match level {
-            RDKafkaLogLevel::Emerg | RDKafkaLogLevel::Alert | RDKafkaLogLevel::Critical | RDKafkaLogLevel::Error => {
+            RDKafkaLogLevel::Emerg
+            | RDKafkaLogLevel::Alert
+            | RDKafkaLogLevel::Critical
+            | RDKafkaLogLevel::Error => {
                 warn!(facility = fac, "Kafka: {log_message}.")
             }
             _ => tracing::debug!(facility = fac, "Kafka: {log_message}."),
@@ -137,7 +140,12 @@ impl ClientContext for WorkerContext {
 }
 
 impl ConsumerContext for WorkerContext {
-    fn rebalance(&self, consumer: &BaseConsumer<Self>, err: RDKafkaRespErr, tpl: &mut TopicPartitionList) {
+    fn rebalance(
+        &self,
+        consumer: &BaseConsumer<Self>,
+        err: RDKafkaRespErr,
+        tpl: &mut TopicPartitionList,
+    ) {
         match err {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
                 let mut p = lock(&self.pipeline);
@@ -160,7 +168,10 @@ impl ConsumerContext for WorkerContext {
                         let _ = tpl.set_partition_offset(topic, *partition, Offset::Offset(*next));
                     }
                 }
-                info!(partitions = tpl.count(), "Assigned partitions; starting at the store's offsets.");
+                info!(
+                    partitions = tpl.count(),
+                    "Assigned partitions; starting at the store's offsets."
+                );
                 if let Err(e) = consumer.assign(tpl) {
                     error!("Could not take the assignment: {e}.");
                 }
@@ -170,7 +181,9 @@ impl ConsumerContext for WorkerContext {
                 match p.flush() {
                     Ok(Some(offsets)) => {
                         if let Err(e) = consumer.commit(&offsets, CommitMode::Sync) {
-                            warn!("Could not commit offsets to Kafka on revoke (the store holds them): {e}.");
+                            warn!(
+                                "Could not commit offsets to Kafka on revoke (the store holds them): {e}."
+                            );
                         }
                     }
                     Ok(None) => {}
@@ -178,9 +191,13 @@ impl ConsumerContext for WorkerContext {
                 }
                 for elem in tpl.elements() {
                     p.batch.forget_partition(elem.topic(), elem.partition());
-                    p.stored.remove(&(elem.topic().to_string(), elem.partition()));
+                    p.stored
+                        .remove(&(elem.topic().to_string(), elem.partition()));
                 }
-                info!(partitions = tpl.count(), "Partitions revoked after a flush.");
+                info!(
+                    partitions = tpl.count(),
+                    "Partitions revoked after a flush."
+                );
                 if let Err(e) = consumer.unassign() {
                     error!("Could not release the assignment: {e}.");
                 }
@@ -206,16 +223,26 @@ pub async fn run(
         Some(addr) => Some(
             super::telemetry::serve(addr, telemetry.clone())
                 .await
-                .map_err(|e| StreamError::MetricsEndpoint { addr: addr.clone(), source: e })?,
+                .map_err(|e| StreamError::MetricsEndpoint {
+                    addr: addr.clone(),
+                    source: e,
+                })?,
         ),
         None => None,
     };
     let writer = StoreWriter::open(&opts.store)?;
     let stored = writer.store().kafka_offsets();
-    let topic_formats: HashMap<String, Format> =
-        opts.topics.iter().map(|t| (t.name.clone(), t.format)).collect();
+    let topic_formats: HashMap<String, Format> = opts
+        .topics
+        .iter()
+        .map(|t| (t.name.clone(), t.format))
+        .collect();
     let publisher = match &opts.incidents_topic {
-        Some(topic) => Some(IncidentPublisher::new(&opts.brokers, topic, &opts.kafka_config)?),
+        Some(topic) => Some(IncidentPublisher::new(
+            &opts.brokers,
+            topic,
+            &opts.kafka_config,
+        )?),
         None => None,
     };
     let pipeline = Arc::new(Mutex::new(Pipeline {
@@ -229,7 +256,11 @@ pub async fn run(
     }));
     let health = Arc::new(Mutex::new(Health::default()));
     let failure = Arc::new(Mutex::new(None));
-    let context = WorkerContext { pipeline: pipeline.clone(), health: health.clone(), failure: failure.clone() };
+    let context = WorkerContext {
+        pipeline: pipeline.clone(),
+        health: health.clone(),
+        failure: failure.clone(),
+    };
 
     let mut config = ClientConfig::new();
     config
@@ -247,13 +278,21 @@ pub async fn run(
     for (k, v) in &opts.kafka_config {
         config.set(k, v);
     }
-    let consumer: Arc<StreamConsumer<WorkerContext>> =
-        Arc::new(config.create_with_context(context).map_err(StreamError::Kafka)?);
+    let consumer: Arc<StreamConsumer<WorkerContext>> = Arc::new(
+        config
+            .create_with_context(context)
+            .map_err(StreamError::Kafka)?,
+    );
     let topics: Vec<&str> = opts.topics.iter().map(|t| t.name.as_str()).collect();
     consumer.subscribe(&topics).map_err(StreamError::Kafka)?;
     info!(brokers = %opts.brokers, group = %opts.group, ?topics, "Consuming.");
 
-    let lag_task = tokio::spawn(watch_lag(consumer.clone(), pipeline.clone(), health.clone(), telemetry.clone()));
+    let lag_task = tokio::spawn(watch_lag(
+        consumer.clone(),
+        pipeline.clone(),
+        health.clone(),
+        telemetry.clone(),
+    ));
     let mut ticker = tokio::time::interval(opts.flush_interval.min(Duration::from_millis(250)));
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(shutdown);
@@ -266,7 +305,11 @@ pub async fn run(
             && since.elapsed() > opts.retry_budget
         {
             let last = lock(&health).last_error.clone().unwrap_or_default();
-            break Err(StreamError::BrokerUnreachable { brokers: opts.brokers.clone(), budget: opts.retry_budget, last });
+            break Err(StreamError::BrokerUnreachable {
+                brokers: opts.brokers.clone(),
+                budget: opts.retry_budget,
+                last,
+            });
         }
         tokio::select! {
             _ = &mut shutdown => {
@@ -328,13 +371,7 @@ pub async fn run(
                     }
                 }
                 Err(e) => {
-                    let mut h = lock(&health);
-                    if h.down_since.is_none() {
-                        eprintln!("whyslow stream: Kafka error, retrying: {e}.");
-                        h.down_since = Some(Instant::now());
-                    }
-                    h.last_error = Some(e.to_string());
-                    drop(h);
+                    note_broker_error(&health, &e.to_string());
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
             }
@@ -351,6 +388,16 @@ pub async fn run(
     final_flush?;
     let summary = lock(&pipeline).summary;
     Ok(summary)
+}
+
+/// Records that the broker failed; the first failure of an outage is said on stderr.
+fn note_broker_error(health: &Mutex<Health>, error: &str) {
+    let mut h = lock(health);
+    if h.down_since.is_none() {
+        eprintln!("whyslow stream: Kafka error, retrying: {error}.");
+        h.down_since = Some(Instant::now());
+    }
+    h.last_error = Some(error.to_string());
 }
 
 impl Pipeline {
@@ -389,9 +436,17 @@ async fn watch_lag(
             let assignment = c.assignment()?;
             let mut lags = Vec::new();
             for elem in assignment.elements() {
-                let (_low, high) = c.fetch_watermarks(elem.topic(), elem.partition(), Duration::from_secs(2))?;
-                let committed = stored.get(&(elem.topic().to_string(), elem.partition())).copied().unwrap_or(0);
-                lags.push((elem.topic().to_string(), elem.partition(), (high - committed).max(0)));
+                let (_low, high) =
+                    c.fetch_watermarks(elem.topic(), elem.partition(), Duration::from_secs(2))?;
+                let committed = stored
+                    .get(&(elem.topic().to_string(), elem.partition()))
+                    .copied()
+                    .unwrap_or(0);
+                lags.push((
+                    elem.topic().to_string(),
+                    elem.partition(),
+                    (high - committed).max(0),
+                ));
             }
             if lags.is_empty() {
                 c.fetch_metadata(None, Duration::from_secs(2))?;
@@ -407,7 +462,10 @@ async fn watch_lag(
                 }
                 telemetry.broker_up.set(1);
                 for (topic, partition, lag) in lags {
-                    telemetry.lag.get_or_create(&PartitionLabels { topic, partition }).set(lag);
+                    telemetry
+                        .lag
+                        .get_or_create(&PartitionLabels { topic, partition })
+                        .set(lag);
                 }
             }
             Ok(Err(e)) => {
