@@ -129,10 +129,27 @@ pub async fn analyze(
     let mut found: Vec<Symptom> = Vec::new();
     let mut paces: BTreeMap<WorkloadName, Vec<PacePair>> = BTreeMap::new();
     let mut with_sdk: BTreeSet<(Option<String>, Option<String>)> = BTreeSet::new();
+    // Workloads whose SDK reports a pace: their trainer-log progress (another "run" with
+    // no run id) is not a second opinion.
+    let paced: BTreeSet<WorkloadName> = series
+        .iter()
+        .filter(|(_, r)| {
+            r.metrics.contains_key("step_time_seconds")
+                || r.metrics.contains_key("tokens_per_second")
+        })
+        .map(|(k, _)| (k.namespace.clone(), k.workload.clone()))
+        .collect();
     for (key, run) in &series {
         with_sdk.insert((key.namespace.clone(), key.workload.clone()));
+        let unpaced = !run.metrics.contains_key("step_time_seconds")
+            && !run.metrics.contains_key("tokens_per_second");
+        if unpaced && paced.contains(&(key.namespace.clone(), key.workload.clone())) {
+            continue;
+        }
         let wk = (key.namespace.clone(), key.workload.clone());
-        let (p, evals) = pauses.get(&wk).cloned().unwrap_or_default();
+        let marks = pauses.get(&wk).cloned().unwrap_or_default();
+        let (p, evals) = (marks.stall_pauses.clone(), marks.evals.clone());
+        found.extend(startup_stall(key, run, &marks, cfg));
         let finished = lifecycle.get(&wk).and_then(|l| {
             l.iter()
                 .filter(|e| matches!(e.kind.as_str(), "run_finished" | "finished" | "completed"))
@@ -149,7 +166,11 @@ pub async fn analyze(
     // to hold its regular saves.
     for (wk, pairs) in &mut paces {
         pairs.sort_by(|a, b| (a.time_ns, &a.run_id).cmp(&(b.time_ns, &b.run_id)));
-        found.extend(detect_regressions(wk, pairs, horizon, cfg));
+        let saves = pauses
+            .get(wk)
+            .map(|m| m.save_secs.clone())
+            .unwrap_or_default();
+        found.extend(detect_regressions(wk, pairs, &saves, horizon, cfg));
     }
     for (wk, samples) in &util {
         if with_sdk.contains(wk) {
@@ -338,10 +359,65 @@ pub struct RunSeries {
     pub placement: BTreeMap<Option<i32>, (Option<String>, Option<String>)>,
 }
 
+/// A run whose first step came long after it started because its checkpoint restore was
+/// abnormally slow (over 3x the workload's save time): a stall from the run's start to its
+/// first step, costing the restore's time beyond a normal one.
+fn startup_stall(
+    key: &WorkloadKey,
+    run: &RunSeries,
+    marks: &Marks,
+    cfg: &DetectorConfig,
+) -> Vec<Symptom> {
+    let Some(first) = run
+        .metrics
+        .values()
+        .flat_map(|r| r.values())
+        .filter_map(|v| v.first())
+        .map(|p| p.time_ns)
+        .min()
+    else {
+        return Vec::new();
+    };
+    let Some(&start) = marks.run_starts.iter().filter(|&&t| t <= first).max() else {
+        return Vec::new();
+    };
+    let Some(normal) = marks.normal_save else {
+        return Vec::new();
+    };
+    let slow: Vec<f64> = marks
+        .restores
+        .iter()
+        .filter(|(t, s)| *t >= start && *t <= first && *s > 3.0 * normal)
+        .map(|r| r.1)
+        .collect();
+    let Some(restore) = slow.iter().copied().reduce(f64::max) else {
+        return Vec::new();
+    };
+    let lost = restore - normal;
+    if lost < cfg.min_lost_seconds || secs(first - start) < cfg.stall_min_seconds {
+        return Vec::new();
+    }
+    vec![Symptom {
+        key: key.clone(),
+        kind: SymptomKind::Stall,
+        start_ns: start,
+        end_ns: first,
+        ongoing: false,
+        lost_seconds: lost,
+        baseline: Some(normal),
+        observed: Some(restore),
+        metric: Some("checkpoint_restore_seconds".to_string()),
+        rank: None,
+        plot: Vec::new(),
+        restored: true,
+    }]
+}
+
 /// Regressions of one workload's wall-clock pace (seconds per step), bucketed.
 fn detect_regressions(
     wk: &WorkloadName,
     pairs: &[PacePair],
+    saves: &[(i64, f64)],
     horizon: i64,
     cfg: &DetectorConfig,
 ) -> Vec<Symptom> {
@@ -349,14 +425,15 @@ fn detect_regressions(
     let Some(step) = median(&per_step) else {
         return Vec::new();
     };
+    let seconds = spread_saves(pairs, saves);
     let bucket = ((cfg.pace_bucket_seconds.max(20.0 * step)) * 1e9) as i64;
-    // bucket index -> (seconds, steps, first run seen)
-    let mut buckets: BTreeMap<i64, (f64, i64, Option<String>)> = BTreeMap::new();
-    for p in pairs {
+    // bucket -> (seconds, steps)
+    let mut buckets: BTreeMap<i64, (f64, i64)> = BTreeMap::new();
+    for (p, sec) in pairs.iter().zip(&seconds) {
         let b = buckets
             .entry(p.time_ns.div_euclid(bucket))
-            .or_insert((0.0, 0, p.run_id.clone()));
-        b.0 += p.seconds;
+            .or_insert((0.0, 0));
+        b.0 += sec;
         b.1 += p.steps;
     }
     let series: Vec<Point> = buckets
@@ -404,15 +481,10 @@ fn detect_regressions(
         },
         &bucket_cfg,
     ) {
-        s.key.run_id = buckets
-            .get(&(s.start_ns.div_euclid(bucket)))
-            .and_then(|b| b.2.clone())
-            .or_else(|| {
-                pairs
-                    .iter()
-                    .find(|p| p.time_ns >= s.start_ns)
-                    .and_then(|p| p.run_id.clone())
-            });
+        s.key.run_id = pairs
+            .iter()
+            .find(|p| p.time_ns > s.start_ns)
+            .and_then(|p| p.run_id.clone());
         // Account on the steps themselves, not the buckets: the extra wall time of the
         // window's steps against the pooled pace of the steps before it.
         let prev_end = out.last().map_or(i64::MIN, |p: &Symptom| p.end_ns);
@@ -422,8 +494,19 @@ fn detect_regressions(
                 .filter(|p| f(p))
                 .fold((0.0, 0), |a, p| (a.0 + p.seconds, a.1 + p.steps))
         };
-        let (ref_s, ref_n) = pooled(&|p| p.time_ns <= s.start_ns && p.time_ns > prev_end);
-        let (win_s, win_n) = pooled(&|p| p.time_ns > s.start_ns && p.time_ns <= s.end_ns);
+        // The window is known to a bucket: its neighbours' steps count too (normal ones
+        // add nothing against the pooled pace, partly slow ones add their share).
+        let (lo, hi) = (s.start_ns - bucket, s.end_ns + bucket);
+        let (ref_s, ref_n) = pooled(&|p| p.time_ns <= lo && p.time_ns > prev_end);
+        let (win_s, win_n) = pooled(&|p| p.time_ns > lo && p.time_ns <= hi);
+        // Without SDK pace (progress read from a trainer's logs) the job's throughput
+        // dropped: the contract's `throughput_drop`.
+        if !pairs
+            .iter()
+            .any(|p| p.sdk && p.time_ns > s.start_ns && p.time_ns <= s.end_ns)
+        {
+            s.kind = SymptomKind::ThroughputDrop;
+        }
         if ref_n > 0 && win_n > 0 {
             let base = ref_s / ref_n as f64;
             s.baseline = Some(base);
@@ -435,13 +518,51 @@ fn detect_regressions(
     out
 }
 
+/// The pairs' wall seconds with each save's time taken out of the interval it fell in and
+/// spread over the steps of its cycle (since the previous save) instead: regular saves
+/// then cost every step the same, while slower or more frequent saves still show.
+fn spread_saves(pairs: &[PacePair], saves: &[(i64, f64)]) -> Vec<f64> {
+    let mut out: Vec<f64> = pairs.iter().map(|p| p.seconds).collect();
+    let mut prev_end = i64::MIN;
+    for &(end, secs_) in saves {
+        let start = end - (secs_ * 1e9) as i64;
+        // Pairs are sorted by end time; those overlapping [start, end] lose the overlap.
+        let first = pairs.partition_point(|p| p.time_ns <= start);
+        for (i, p) in pairs.iter().enumerate().skip(first) {
+            if p.start_ns >= end {
+                break;
+            }
+            let overlap = (p.time_ns.min(end) - p.start_ns.max(start)).max(0);
+            out[i] -= overlap as f64 / 1e9;
+        }
+        // Its cycle's steps share its time.
+        let lo = pairs.partition_point(|p| p.time_ns <= prev_end);
+        let hi = pairs.partition_point(|p| p.time_ns <= end);
+        let steps: i64 = pairs[lo..hi].iter().map(|p| p.steps).sum();
+        if steps > 0 {
+            for i in lo..hi {
+                out[i] += secs_ * pairs[i].steps as f64 / steps as f64;
+            }
+        }
+        prev_end = end;
+    }
+    for v in &mut out {
+        *v = v.max(0.0);
+    }
+    out
+}
+
 /// Wall time spent on some steps of a run, ending at `time_ns`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PacePair {
+    /// The interval's start (the previous progress sample).
+    pub start_ns: i64,
     pub time_ns: i64,
     pub seconds: f64,
     pub steps: i64,
     pub run_id: Option<String>,
+    /// Whether the pace came from SDK step metrics (else from a trainer's logged progress).
+    pub sdk: bool,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -534,10 +655,12 @@ fn detect_run(
         }
         let dt = secs(t1 - t0) - evals.overlap_seconds(t0, t1);
         pace_out.push(PacePair {
+            start_ns: t0,
             time_ns: t1,
             seconds: dt.max(0.0),
             steps: s1 - s0,
             run_id: key.run_id.clone(),
+            sdk: pace.is_some(),
         });
     }
     if let Some(ranks) = run.metrics.get("compute_seconds") {
@@ -680,6 +803,11 @@ async fn read_framework_series(
                 run_id: run[i].clone(),
             };
             let r = rank[i].map(|r| r as i32);
+            // A trainer's fractional epoch is progress where nothing reports steps.
+            let step_i = match (m.as_str(), step[i]) {
+                ("epoch", None) => Some((v * 1e4).round() as i64),
+                (_, s) => s,
+            };
             let entry = out.entry(key).or_default();
             entry
                 .metrics
@@ -689,7 +817,7 @@ async fn read_framework_series(
                 .or_default()
                 .push(Point {
                     time_ns: t,
-                    step: step[i],
+                    step: step_i,
                     value: v,
                 });
             if node[i].is_some() {
@@ -712,10 +840,28 @@ async fn read_framework_series(
 
 type WorkloadName = (Option<String>, Option<String>);
 
+/// What the framework announced about a workload: pauses, run starts and restores.
+#[derive(Debug, Clone, Default)]
+pub struct Marks {
+    /// Evals and every announced save: not stalls.
+    pub stall_pauses: Pauses,
+    /// Evals alone: not part of the pace.
+    pub evals: Pauses,
+    pub run_starts: Vec<i64>,
+    /// (time, seconds) of restores that say how long they took.
+    pub restores: Vec<(i64, f64)>,
+    /// The median seconds of a save.
+    pub normal_save: Option<f64>,
+    /// When each save ended, in order.
+    pub saves: Vec<i64>,
+    /// (end, seconds) of the saves that say how long they took, in order.
+    pub save_secs: Vec<(i64, f64)>,
+}
+
 async fn read_pauses(
     ctx: &SessionContext,
     params: &Params,
-) -> Result<BTreeMap<WorkloadName, (Pauses, Pauses)>> {
+) -> Result<BTreeMap<WorkloadName, Marks>> {
     let mut raw: BTreeMap<WorkloadName, Vec<(i64, String, Option<f64>)>> = BTreeMap::new();
     for b in sql::collect(ctx, q::PAUSES, params).await? {
         let c = Columns::new(&b, q::PAUSES.path);
@@ -741,8 +887,21 @@ async fn read_pauses(
         let mut intervals = Vec::new();
         let mut evals = Vec::new();
         let mut eval_from: Option<i64> = None;
+        let mut m = Marks::default();
+        let saves: Vec<f64> = evs
+            .iter()
+            .filter(|e| e.1 == "checkpoint_saved")
+            .filter_map(|e| e.2)
+            .collect();
+        m.normal_save = median(&saves);
         for (t, k, s) in &evs {
             match k.as_str() {
+                "run_started" => m.run_starts.push(*t),
+                "checkpoint_restored" => {
+                    if let Some(s) = s {
+                        m.restores.push((*t, *s));
+                    }
+                }
                 "eval_started" => eval_from = eval_from.or(Some(*t)),
                 "eval_finished" => {
                     if let Some(f) = eval_from.take() {
@@ -751,14 +910,22 @@ async fn read_pauses(
                     }
                 }
                 "checkpoint_saved" => {
+                    // One save is often told twice (the trainer's log line, the SDK
+                    // event): one cycle boundary per two minutes at most.
+                    if m.saves.last().is_none_or(|l| t - l > 120_000_000_000) {
+                        m.saves.push(*t);
+                    }
                     if let Some(s) = s {
+                        m.save_secs.push((*t, *s));
                         intervals.push((t - (*s * 1e9) as i64, *t));
                     }
                 }
                 _ => {}
             }
         }
-        out.insert(wk, (Pauses::new(intervals), Pauses::new(evals)));
+        m.stall_pauses = Pauses::new(intervals);
+        m.evals = Pauses::new(evals);
+        out.insert(wk, m);
     }
     Ok(out)
 }

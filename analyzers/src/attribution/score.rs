@@ -32,15 +32,24 @@ impl Score {
 /// Temporal precedence and proximity: evidence shortly before (or at) the onset scores
 /// highest, older evidence decays, evidence well after the onset counts half at most.
 pub fn temporal(evidence_ns: i64, onset_ns: i64, end_ns: i64) -> f64 {
+    temporal_with_grace(evidence_ns, onset_ns, end_ns, GRACE_AFTER_ONSET_S)
+}
+
+/// [`temporal`] with the grace after the onset given: a pace regression found in
+/// buckets knows its onset only to a bucket (then [`PACE_GRACE_S`]).
+pub fn temporal_with_grace(evidence_ns: i64, onset_ns: i64, end_ns: i64, grace_s: f64) -> f64 {
     let dt = (evidence_ns - onset_ns) as f64 / 1e9;
-    if dt <= GRACE_AFTER_ONSET_S {
+    if dt <= grace_s {
         (-(-dt).max(0.0) / BEFORE_TAU_S).exp()
     } else {
         let duration = (end_ns - onset_ns) as f64 / 1e9;
         let tau = (0.25 * duration).max(300.0);
-        0.5 * (-(dt - GRACE_AFTER_ONSET_S) / tau).exp()
+        0.5 * (-(dt - grace_s) / tau).exp()
     }
 }
+
+/// The grace after the onset of pace symptoms (regressions, throughput drops).
+pub const PACE_GRACE_S: f64 = 600.0;
 
 /// Topological match: the workload itself or its GPU, its node, its other nodes, the
 /// cluster.
@@ -152,7 +161,12 @@ pub fn fit(cause: Cause, kind: SymptomKind) -> f64 {
 /// The score of a candidate for a symptom with this onset, end and kind.
 pub fn score(c: &Candidate, kind: SymptomKind, onset_ns: i64, end_ns: i64) -> Score {
     Score {
-        temporal: temporal(c.time_ns, onset_ns, end_ns),
+        temporal: match kind {
+            SymptomKind::Regression | SymptomKind::ThroughputDrop => {
+                temporal_with_grace(c.time_ns, onset_ns, end_ns, PACE_GRACE_S)
+            }
+            _ => temporal(c.time_ns, onset_ns, end_ns),
+        },
         topology: topology(c.reach),
         specificity: specificity(c.cause),
         fit: fit(c.cause, kind),

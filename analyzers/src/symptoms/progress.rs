@@ -39,7 +39,12 @@ pub fn detect(input: &ProgressInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
         .map(|p| p.value)
         .collect();
     let base = input.baseline_step_seconds.max(1e-3);
-    let threshold = (cfg.stall_factor * base).max(cfg.stall_min_seconds);
+    // A run that reports every N steps (or minutes) is not stalled between reports.
+    let gaps: Vec<f64> = pts.windows(2).map(|w| secs(w[1].0 - w[0].0)).collect();
+    let sampling = super::stats::median(&gaps).unwrap_or(0.0);
+    let threshold = (cfg.stall_factor * base)
+        .max(cfg.stall_min_seconds)
+        .max(3.0 * sampling);
     let mut out = Vec::new();
     let mut j = 1;
     while j < pts.len() {

@@ -127,8 +127,66 @@ pub fn best_split(xs: &[f64], min_seg: usize, alpha: f64, min_rel: f64) -> Optio
     (p < alpha && rel >= min_rel).then_some(ChangePoint { index, t, p })
 }
 
-/// Binary segmentation: every change point of `xs`, in index order. Stops splitting a
-/// segment when no split of it passes [`best_split`].
+/// The most significant bump in `xs`: a stretch `[i, j)` of at least `min_seg` samples,
+/// with at least `min_seg` outside it, whose mean differs from the rest's (Welch's t), if
+/// significant at `alpha` and shifted by at least `min_rel`. Finds the shift-and-recovery
+/// that a single split misses when the bump sits in the middle. Series longer than 2000
+/// samples are not searched (quadratic).
+pub fn best_bump(
+    xs: &[f64],
+    min_seg: usize,
+    alpha: f64,
+    min_rel: f64,
+) -> Option<(usize, usize, f64)> {
+    let n = xs.len();
+    if n > 2000 || n < 2 * min_seg || min_seg < 2 {
+        return None;
+    }
+    let mut s = vec![0.0; n + 1];
+    let mut s2 = vec![0.0; n + 1];
+    for (i, x) in xs.iter().enumerate() {
+        s[i + 1] = s[i] + x;
+        s2[i + 1] = s2[i] + x * x;
+    }
+    let mut best: Option<(usize, usize, f64)> = None;
+    for i in 0..=n - min_seg {
+        for j in i + min_seg..=n {
+            let k_in = (j - i) as f64;
+            let k_out = (n - (j - i)) as f64;
+            if (n - (j - i)) < min_seg {
+                continue;
+            }
+            let m_in = (s[j] - s[i]) / k_in;
+            let m_out = (s[n] - s[j] + s[i]) / k_out;
+            let v_in = ((s2[j] - s2[i]) - k_in * m_in * m_in).max(0.0) / (k_in - 1.0).max(1.0);
+            let v_out =
+                ((s2[n] - s2[j] + s2[i]) - k_out * m_out * m_out).max(0.0) / (k_out - 1.0).max(1.0);
+            let se = (v_in / k_in + v_out / k_out)
+                .sqrt()
+                .max(1e-9 * (m_in.abs() + m_out.abs()).max(1e-12));
+            let t = ((m_in - m_out) / se).abs();
+            if best.is_none_or(|b| t > b.2) {
+                best = Some((i, j, t));
+            }
+        }
+    }
+    let (i, j, _) = best?;
+    let inside = &xs[i..j];
+    let outside: Vec<f64> = xs[..i].iter().chain(&xs[j..]).copied().collect();
+    let (t, p) = welch_t(&outside, inside)?;
+    let (mo, _) = mean_var(&outside);
+    let (mi, _) = mean_var(inside);
+    let rel = if mo.abs() > 1e-12 {
+        (mi - mo).abs() / mo.abs()
+    } else {
+        (mi - mo).abs()
+    };
+    (p < alpha && rel >= min_rel).then_some((i, j, t.abs()))
+}
+
+/// Segmentation: every change point of `xs`, in index order. Each segment is split at its
+/// most significant single change ([`best_split`]) or around its most significant bump
+/// ([`best_bump`]), whichever is stronger, until neither passes.
 pub fn segment(xs: &[f64], min_seg: usize, alpha: f64, min_rel: f64) -> Vec<usize> {
     let mut cuts = Vec::new();
     let mut stack = vec![(0usize, xs.len())];
@@ -136,14 +194,29 @@ pub fn segment(xs: &[f64], min_seg: usize, alpha: f64, min_rel: f64) -> Vec<usiz
         if cuts.len() > 16 {
             break;
         }
-        if let Some(cp) = best_split(&xs[lo..hi], min_seg, alpha, min_rel) {
-            let at = lo + cp.index;
-            cuts.push(at);
-            stack.push((lo, at));
-            stack.push((at, hi));
+        let part = &xs[lo..hi];
+        let split = best_split(part, min_seg, alpha, min_rel);
+        let bump = best_bump(part, min_seg, alpha, min_rel);
+        match (split, bump) {
+            (Some(sp), Some((i, j, t))) if t > sp.t.abs() && i > 0 && j < part.len() => {
+                cuts.extend([lo + i, lo + j]);
+                stack.extend([(lo, lo + i), (lo + i, lo + j), (lo + j, hi)]);
+            }
+            (None, Some((i, j, _))) if i > 0 && j < part.len() => {
+                cuts.extend([lo + i, lo + j]);
+                stack.extend([(lo, lo + i), (lo + i, lo + j), (lo + j, hi)]);
+            }
+            (Some(sp), _) => {
+                let at = lo + sp.index;
+                cuts.push(at);
+                stack.push((lo, at));
+                stack.push((at, hi));
+            }
+            _ => {}
         }
     }
     cuts.sort_unstable();
+    cuts.dedup();
     cuts
 }
 
