@@ -141,8 +141,20 @@ impl Store {
     /// Reads the committed state of the store at `root`; a missing directory is an empty store.
     pub fn open(root: &Path) -> Result<Store, StoreError> {
         let root = std::path::absolute(root).map_err(|e| StoreError::io("resolve", root, e))?;
-        let state = log::State::load(&root)?;
-        Ok(Store { root, state })
+        // A writer deletes log files older than its previous checkpoint; a reader that
+        // listed the log just before that finds a file gone and simply reads again.
+        let mut attempts = 0;
+        loop {
+            match log::State::load(&root) {
+                Ok(state) => return Ok(Store { root, state }),
+                Err(StoreError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound && attempts < 5 =>
+                {
+                    attempts += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// The store's root directory (absolute).

@@ -154,4 +154,16 @@ fn replacing_a_derived_table_swaps_all_its_rows_at_once() {
     );
     w.replace_table(Table::Slowdowns, vec![]).unwrap();
     assert_eq!(Store::open(dir.path()).unwrap().rows(Table::Slowdowns), 0);
+    // Several tables in one log entry.
+    let v = w.store().version();
+    let both = w
+        .replace_tables(vec![
+            (Table::Slowdowns, vec![slowdowns(&["x"])]),
+            (Table::Causes, vec![]),
+        ])
+        .unwrap();
+    assert_eq!(both[&Table::Slowdowns].written, 1);
+    assert_eq!(w.store().version(), v + 1);
+    w.replace_tables(vec![(Table::Slowdowns, vec![])]).unwrap();
+    assert_eq!(Store::open(dir.path()).unwrap().rows(Table::Slowdowns), 0);
 }

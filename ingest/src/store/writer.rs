@@ -263,30 +263,46 @@ impl StoreWriter {
         table: Table,
         batches: Vec<RecordBatch>,
     ) -> Result<TableCommit, StoreError> {
-        let batches = batches
-            .into_iter()
-            .map(|b| self.conform(table, b))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut stats = self.replace_tables(vec![(table, batches)])?;
+        Ok(stats.remove(&table).unwrap_or_default())
+    }
+
+    /// Atomically replaces every row of each listed table with its batches, all in one log
+    /// entry (e.g. `slowdowns` and `causes` together, so no reader sees one without the
+    /// other).
+    pub fn replace_tables(
+        &mut self,
+        tables: Vec<(Table, Vec<RecordBatch>)>,
+    ) -> Result<BTreeMap<Table, TableCommit>, StoreError> {
+        let mut conformed = Vec::with_capacity(tables.len());
+        for (table, batches) in tables {
+            let batches = batches
+                .into_iter()
+                .map(|b| self.conform(table, b))
+                .collect::<Result<Vec<_>, _>>()?;
+            conformed.push((table, batches));
+        }
         let mut entry = self.new_entry("replace");
         let mut files = Vec::new();
-        let tc = match self.stage(table, &batches, false, &mut entry, &mut files) {
-            Ok(tc) => tc,
-            Err(e) => {
-                discard(&files);
-                return Err(e);
+        let mut stats = BTreeMap::new();
+        for (table, batches) in &conformed {
+            match self.stage(*table, batches, false, &mut entry, &mut files) {
+                Ok(tc) => {
+                    let old = self.store.state.segments_of(*table).map(|s| s.path.clone());
+                    entry.remove.extend(old);
+                    stats.insert(*table, tc);
+                }
+                Err(e) => {
+                    discard(&files);
+                    return Err(e);
+                }
             }
-        };
-        entry.remove = self
-            .store
-            .state
-            .segments_of(table)
-            .map(|s| s.path.clone())
-            .collect();
+        }
         if entry.add.is_empty() && entry.remove.is_empty() {
-            return Ok(tc);
+            return Ok(stats);
         }
         self.publish(&entry, &files)?;
-        Ok(tc)
+        Ok(stats)
     }
 
     /// Merges the small segments of every partition that has at least two of them.
