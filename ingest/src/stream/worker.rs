@@ -7,6 +7,7 @@
 //! at any moment (before or after either commit) loses nothing and duplicates nothing.
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -25,7 +26,7 @@ use super::incidents::{CommitHook, IncidentPublisher};
 use super::options::StreamOptions;
 use super::telemetry::{PartitionLabels, Telemetry, TopicLabels};
 use crate::decode::{Decoder, Format};
-use crate::store::{KafkaOffset, StoreWriter};
+use crate::store::{KafkaOffset, StoreError, StoreWriter};
 
 /// What a worker did before it stopped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -40,7 +41,9 @@ pub struct StreamSummary {
 
 /// The state shared by the poll loop and the rebalance callback.
 struct Pipeline {
-    writer: StoreWriter,
+    /// The store root: the writer is opened for each commit only, so that several
+    /// workers (one process each) can share one store, their commits taking turns.
+    root: PathBuf,
     batch: MicroBatch,
     stored: BTreeMap<(String, i32), i64>,
     summary: StreamSummary,
@@ -58,19 +61,24 @@ impl Pipeline {
         }
         let started = Instant::now();
         let flushed = self.batch.take();
+        let mut writer = open_writer_taking_turns(&self.root)?;
         for (table, batch) in flushed.batches {
-            self.writer.append(table, batch)?;
+            writer.append(table, batch)?;
         }
+        // Offsets never move back: after a rebalance another worker may already have
+        // stored further messages of a partition (their rows are duplicates, skipped).
+        let held = writer.store().kafka_offsets();
         let offsets: Vec<KafkaOffset> = flushed
             .offsets
             .iter()
+            .filter(|(key, next)| held.get(*key).is_none_or(|h| h < *next))
             .map(|((topic, partition), next)| KafkaOffset {
                 topic: topic.clone(),
                 partition: *partition,
                 next_offset: *next,
             })
             .collect();
-        let stats = self.writer.commit(&offsets)?;
+        let stats = writer.commit(&offsets)?;
         let (written, duplicates) = (stats.written(), stats.duplicates());
         self.summary.rows_written += written;
         self.summary.duplicate_rows += duplicates;
@@ -86,7 +94,7 @@ impl Pipeline {
         }
         self.telemetry.observe_batch(started.elapsed());
         if let Some(hook) = self.hook.as_mut() {
-            let incidents = hook(self.writer.store());
+            let incidents = hook(writer.store());
             if let Some(p) = self.publisher.as_ref() {
                 for i in incidents {
                     p.publish(&i);
@@ -150,7 +158,7 @@ impl ConsumerContext for WorkerContext {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
                 let mut p = lock(&self.pipeline);
                 // Another worker may have committed these partitions since we last looked.
-                let stored = match crate::store::Store::open(p.writer.root()) {
+                let stored = match crate::store::Store::open(&p.root) {
                     Ok(fresh) => fresh.kafka_offsets(),
                     Err(e) => {
                         error!("Could not re-read the store before an assignment: {e}.");
@@ -230,8 +238,8 @@ pub async fn run(
         ),
         None => None,
     };
-    let writer = StoreWriter::open(&opts.store)?;
-    let stored = writer.store().kafka_offsets();
+    // Creates the store if needed and clears what a crashed writer left behind.
+    let stored = open_writer_taking_turns(&opts.store)?.store().kafka_offsets();
     let topic_formats: HashMap<String, Format> = opts
         .topics
         .iter()
@@ -246,7 +254,7 @@ pub async fn run(
         None => None,
     };
     let pipeline = Arc::new(Mutex::new(Pipeline {
-        writer,
+        root: opts.store.clone(),
         batch: MicroBatch::new(topic_formats, make_decoder, now_ns),
         stored,
         summary: StreamSummary::default(),
@@ -388,6 +396,19 @@ pub async fn run(
     final_flush?;
     let summary = lock(&pipeline).summary;
     Ok(summary)
+}
+
+/// Opens the store's writer, waiting while another worker holds it for a commit.
+fn open_writer_taking_turns(root: &Path) -> Result<StoreWriter, StoreError> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        match StoreWriter::open(root) {
+            Err(StoreError::Locked { .. }) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Records that the broker failed; the first failure of an outage is said on stderr.
