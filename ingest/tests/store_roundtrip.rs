@@ -4,6 +4,7 @@ mod store_common;
 
 use std::fs::File;
 
+use arrow::array::Array;
 use parquet::basic::Compression;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use store_common::*;
@@ -59,6 +60,28 @@ fn round_trip_keeps_every_row_and_partitions_by_day() {
     let day2 = store.segments_in_range(Table::Events, BASE_NS + DAY_NS, BASE_NS + 2 * DAY_NS - 1);
     assert_eq!(day2.len(), 1);
     assert_eq!(day2[0].partition.as_deref(), Some("2026-11-30"));
+
+    // Storage order of metrics: by metric, then node, then device (then series, time).
+    let stored = read_table(&store, Table::Metrics);
+    let b = &stored[0];
+    let col = |n: &str| {
+        let a = b.column_by_name(n).unwrap();
+        let a = a
+            .as_any()
+            .downcast_ref::<arrow::array::StringArray>()
+            .unwrap();
+        (0..a.len())
+            .map(|i| a.value(i).to_string())
+            .collect::<Vec<_>>()
+    };
+    let (metric, node, device) = (col("metric"), col("node"), col("device"));
+    let order: Vec<(&str, &str, &str)> = (0..metric.len())
+        .map(|i| (metric[i].as_str(), node[i].as_str(), device[i].as_str()))
+        .collect();
+    assert!(
+        order.windows(2).all(|w| w[0] <= w[1]),
+        "metrics not in storage order"
+    );
 
     // Plain Parquet: zstd, statistics, UTC nanosecond timestamps.
     let seg = &store.segments(Table::Metrics)[0];
