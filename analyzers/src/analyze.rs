@@ -330,6 +330,42 @@ fn settle_kinds(mut findings: Vec<Finding>) -> Vec<Finding> {
             }
         }
     }
+    // A stop followed at once by a slower pace, for the same cause (a job scaled down
+    // restarts on fewer GPUs): one regression from the stop on, costing both.
+    for i in 0..findings.len() {
+        for j in 0..findings.len() {
+            if dropped.contains(&i) || dropped.contains(&j) {
+                continue;
+            }
+            let (a, b) = (&findings[i].symptom, &findings[j].symptom);
+            let stop = matches!(a.kind, SymptomKind::Stall | SymptomKind::Restart);
+            let same = a.key.namespace == b.key.namespace && a.key.workload == b.key.workload;
+            let follows = b.start_ns >= a.start_ns && b.start_ns <= a.end_ns + 600_000_000_000;
+            if !(stop
+                && b.kind == SymptomKind::Regression
+                && same
+                && follows
+                && verdict(&findings[i]).is_some())
+            {
+                continue;
+            }
+            if verdict(&findings[i]) != verdict(&findings[j]) {
+                continue;
+            }
+            let (start, lost, marks) = (a.start_ns, a.lost_seconds, findings[i].marks.clone());
+            let r = &mut findings[j];
+            r.symptom.start_ns = start;
+            r.symptom.lost_seconds += lost;
+            if let Some(v) = r.causes.first_mut() {
+                v.explained_seconds = r.symptom.lost_seconds;
+            }
+            r.marks.extend(marks);
+            r.marks
+                .sort_by(|x, y| (x.time_ns, &x.event_id).cmp(&(y.time_ns, &y.event_id)));
+            r.marks.dedup_by(|x, y| x.event_id == y.event_id);
+            dropped.insert(i);
+        }
+    }
     findings
         .into_iter()
         .enumerate()
