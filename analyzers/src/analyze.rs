@@ -78,6 +78,8 @@ pub struct Analysis {
     pub to_ns: i64,
     pub workloads: Vec<WorkloadExtent>,
     pub findings: Vec<Finding>,
+    /// Seconds each stage took (for benchmarks; not part of any output).
+    pub timings: Vec<(&'static str, f64)>,
 }
 
 /// Runs the whole analysis on a session that has `events` and `metrics` registered.
@@ -96,12 +98,14 @@ pub async fn analyze(
         },
     )
     .await?;
+    let mut clock = Clock::new();
     crate::state::register(ctx).await?;
     let from = sel.from_ns.unwrap_or(0);
     let to = sel.to_ns.unwrap_or(i64::MAX / 2);
     let params = [("from", ts_param(from)), ("to", ts_param(to))];
 
     let extents = read_extents(ctx, &params).await?;
+    clock.lap("extent");
     let (Some(data_from), Some(data_to)) = (
         extents.iter().map(|e| e.first_ns).min(),
         extents.iter().map(|e| e.last_ns).max(),
@@ -111,6 +115,7 @@ pub async fn analyze(
             to_ns: sel.to_ns.unwrap_or(from),
             workloads: Vec::new(),
             findings: Vec::new(),
+            timings: Vec::new(),
         });
     };
     let window = (
@@ -121,10 +126,14 @@ pub async fn analyze(
     let params = [("from", ts_param(window.0)), ("to", ts_param(window.1))];
 
     let series = read_framework_series(ctx, &params).await?;
+    clock.lap("framework series");
     let pauses = read_pauses(ctx, &params).await?;
     let lifecycle = read_lifecycle(ctx, &params).await?;
+    clock.lap("pauses and lifecycle");
     let util = read_utilization(ctx, &params).await?;
+    clock.lap("utilization");
     let placements = read_placements(ctx, &params).await?;
+    clock.lap("placements");
 
     let mut found: Vec<Symptom> = Vec::new();
     let mut paces: BTreeMap<WorkloadName, Vec<PacePair>> = BTreeMap::new();
@@ -236,14 +245,17 @@ pub async fn analyze(
     }
     scope.sort();
     scope.dedup();
+    clock.lap("detectors");
     causes::register(ctx, &rows, &scope).await?;
     let candidates = causes::run_rules(ctx).await?;
+    clock.lap("cause rules");
     let cited: BTreeSet<&str> = candidates
         .iter()
         .flat_map(|c| c.evidence.iter().map(String::as_str))
         .collect();
     let events = read_evidence(ctx, &cited).await?;
     let aftermath = read_aftermath(ctx).await?;
+    clock.lap("evidence");
 
     let mut findings = Vec::new();
     for (s, id) in found.into_iter().zip(ids) {
@@ -287,7 +299,33 @@ pub async fn analyze(
         to_ns: window.1,
         workloads,
         findings,
+        timings: clock.done(),
     })
+}
+
+/// Stage timings of one analysis.
+struct Clock {
+    last: std::time::Instant,
+    laps: Vec<(&'static str, f64)>,
+}
+
+impl Clock {
+    fn new() -> Self {
+        Clock {
+            last: std::time::Instant::now(),
+            laps: Vec::new(),
+        }
+    }
+
+    fn lap(&mut self, stage: &'static str) {
+        let now = std::time::Instant::now();
+        self.laps.push((stage, (now - self.last).as_secs_f64()));
+        self.last = now;
+    }
+
+    fn done(self) -> Vec<(&'static str, f64)> {
+        self.laps
+    }
 }
 
 /// Causes whose mechanism is the workload's own process failing (it is restarted), as

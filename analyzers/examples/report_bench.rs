@@ -1,0 +1,63 @@
+//! Report generation benchmark over an existing store: opens a session, runs the analysis
+//! and renders the JSON report, printing the store's row counts, each stage's time and the
+//! total.
+//!
+//! `cargo run --release -p whyslow-analyzers --example report_bench -- STORE`
+
+use std::time::Instant;
+
+use whyslow_analyzers::report::{self, Format};
+use whyslow_analyzers::{DetectorConfig, Selection, analyze};
+use whyslow_schemas::Table;
+
+fn main() {
+    let Some(store) = std::env::args().nth(1) else {
+        eprintln!("usage: report_bench STORE");
+        std::process::exit(2);
+    };
+    let store = std::path::PathBuf::from(store);
+    let rows = whyslow_ingest::store::Store::open(&store)
+        .map(|s| [Table::Events, Table::Metrics].map(|t| (t.name(), s.rows(t))));
+    match rows {
+        Ok(r) => println!("store {}: {:?}", store.display(), r),
+        Err(e) => {
+            eprintln!("cannot open {}: {e}", store.display());
+            std::process::exit(1);
+        }
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let started = Instant::now();
+    let ctx = rt
+        .block_on(whyslow_queries::open_session(&store))
+        .expect("a session");
+    let opened = started.elapsed().as_secs_f64();
+    let a = rt
+        .block_on(analyze(
+            &ctx,
+            &Selection::default(),
+            &DetectorConfig::default(),
+        ))
+        .expect("the analysis");
+    let analyzed = started.elapsed().as_secs_f64();
+    let r = report::build::build(&a, &store.display().to_string(), chrono::Utc::now());
+    let json = report::render(&r, &a, Format::Json).expect("the JSON report");
+    let total = started.elapsed().as_secs_f64();
+    println!("open session: {opened:.2} s");
+    for (stage, secs) in &a.timings {
+        println!("  {stage:<22} {secs:>8.2} s");
+    }
+    println!(
+        "analysis: {:.2} s; render: {:.2} s; total: {total:.2} s",
+        analyzed - opened,
+        total - analyzed
+    );
+    println!(
+        "{} slowdowns, {} workloads, {} bytes of JSON",
+        r.slowdowns.len(),
+        r.workloads.len(),
+        json.len()
+    );
+}
