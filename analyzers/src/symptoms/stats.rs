@@ -71,6 +71,53 @@ pub fn welch_t(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
     Some((t, p.clamp(0.0, 1.0)))
 }
 
+/// The two-sided p-value of the Mann-Whitney U test (normal approximation with a tie
+/// correction): a rank test that a few extreme values do not weaken.
+pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> Option<f64> {
+    let (n1, n2) = (a.len(), b.len());
+    if n1 < 2 || n2 < 2 {
+        return None;
+    }
+    let mut all: Vec<(f64, bool)> = a
+        .iter()
+        .map(|&x| (x, true))
+        .chain(b.iter().map(|&x| (x, false)))
+        .collect();
+    all.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let n = all.len();
+    let mut rank_a = 0.0;
+    let mut ties = 0.0;
+    let mut i = 0;
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && all[j + 1].0 == all[i].0 {
+            j += 1;
+        }
+        let r = (i + j) as f64 / 2.0 + 1.0;
+        let t = (j - i + 1) as f64;
+        ties += t * t * t - t;
+        rank_a += all[i..=j].iter().filter(|x| x.1).count() as f64 * r;
+        i = j + 1;
+    }
+    let (n1f, n2f, nf) = (n1 as f64, n2 as f64, n as f64);
+    let u = rank_a - n1f * (n1f + 1.0) / 2.0;
+    let mean = n1f * n2f / 2.0;
+    let var = n1f * n2f / 12.0 * ((nf + 1.0) - ties / (nf * (nf - 1.0)));
+    if var <= 0.0 {
+        return Some(1.0);
+    }
+    let z = (u - mean).abs() / var.sqrt();
+    Some((2.0 * (1.0 - Normal::standard().cdf(z))).clamp(0.0, 1.0))
+}
+
+/// Whether two samples differ at `alpha` by Welch's t-test or, where outliers inflate the
+/// variance, by the Mann-Whitney rank test.
+fn differ(a: &[f64], b: &[f64], alpha: f64) -> Option<f64> {
+    let (t, p) = welch_t(a, b)?;
+    let p = p.min(mann_whitney_p(a, b).unwrap_or(1.0));
+    (p < alpha).then_some(t)
+}
+
 /// A change point found by [`segment`]: the index where the second segment starts.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ChangePoint {
@@ -81,7 +128,7 @@ pub struct ChangePoint {
 
 /// The single most significant mean shift in `xs` (Welch's t over every split leaving at
 /// least `min_seg` samples each side), if significant at `alpha` and shifting the mean by
-/// at least `min_rel` of the left side's.
+/// at least `min_rel` of the left side's (significant by Welch's t or Mann-Whitney).
 pub fn best_split(xs: &[f64], min_seg: usize, alpha: f64, min_rel: f64) -> Option<ChangePoint> {
     let n = xs.len();
     if n < 2 * min_seg || min_seg < 2 {
@@ -115,6 +162,7 @@ pub fn best_split(xs: &[f64], min_seg: usize, alpha: f64, min_rel: f64) -> Optio
     let (index, _) = best?;
     let (left, right) = xs.split_at(index);
     let (t, p) = welch_t(left, right)?;
+    let p = p.min(mann_whitney_p(left, right).unwrap_or(1.0));
     // Means, not medians: a split whose right side holds a shift and a recovery has the
     // left's median but not its mean, and recursion then separates the two.
     let (ml, _) = mean_var(left);
@@ -173,7 +221,7 @@ pub fn best_bump(
     let (i, j, _) = best?;
     let inside = &xs[i..j];
     let outside: Vec<f64> = xs[..i].iter().chain(&xs[j..]).copied().collect();
-    let (t, p) = welch_t(&outside, inside)?;
+    let t = differ(&outside, inside, alpha)?;
     let (mo, _) = mean_var(&outside);
     let (mi, _) = mean_var(inside);
     let rel = if mo.abs() > 1e-12 {
@@ -181,7 +229,7 @@ pub fn best_bump(
     } else {
         (mi - mo).abs()
     };
-    (p < alpha && rel >= min_rel).then_some((i, j, t.abs()))
+    (rel >= min_rel).then_some((i, j, t.abs()))
 }
 
 /// Segmentation: every change point of `xs`, in index order. Each segment is split at its
@@ -258,6 +306,16 @@ mod tests {
         let c = noisy(50, 2.0, 0.2, 3);
         let (_, p) = welch_t(&a, &c).unwrap();
         assert!(p > 0.01, "p = {p}");
+    }
+
+    #[test]
+    fn mann_whitney_sees_a_shift_that_outliers_hide_from_welch() {
+        let base = noisy(9, 2.0, 0.02, 11);
+        let bumpy = [3.7, 9.4, 2.8, 3.1, 4.8, 4.6, 3.3, 10.8];
+        let p = mann_whitney_p(&base, &bumpy).unwrap();
+        assert!(p < 1e-3, "p = {p}");
+        let same = noisy(9, 2.0, 0.02, 12);
+        assert!(mann_whitney_p(&base, &same).unwrap() > 0.05);
     }
 
     #[test]

@@ -1,4 +1,5 @@
--- framework.config_change: the run in progress at the onset started with a configuration
+-- framework.config_change: the run in progress at the onset (or started within the 10
+-- minutes a pace regression's onset may be early by) started with a configuration
 -- (run_started attrs) that sets a key differently from the previous run of the same
 -- workload (keys added or changed; a removed key alone is not seen); the
 -- summary lists the changed keys.
@@ -13,7 +14,7 @@ current_run AS (
     row_number() OVER (PARTITION BY s.slowdown_id ORDER BY r.time DESC, r.event_id DESC) AS latest
   FROM symptoms s
   JOIN runs r ON r.workload = s.workload AND (r.namespace IS NOT DISTINCT FROM s.namespace)
-    AND r.time <= s.start AND r.prev_id IS NOT NULL
+    AND r.time <= s.start + INTERVAL '10 minutes' AND r.prev_id IS NOT NULL
 ),
 kv AS (
   SELECT event_id, unnest(map_keys(attrs)) AS k, unnest(map_values(attrs)) AS v
