@@ -143,17 +143,10 @@ fn columns(line: &str) -> Vec<String> {
         .collect()
 }
 
-fn core_event(
-    uid: &str,
-    kind: &str,
-    name: &str,
-    ns_: &str,
-    ty: &str,
-    reason: &str,
-    msg: &str,
-    t: &str,
-    component: &str,
-) -> String {
+/// A core/v1 Event from `[uid, involved kind, involved name, namespace, type, reason,
+/// message, time, component]`.
+fn core_event(fields: [&str; 9]) -> String {
+    let [uid, kind, name, ns_, ty, reason, msg, t, component] = fields;
     serde_json::json!({
         "apiVersion": "v1", "kind": "Event",
         "metadata": {"name": format!("{name}.{uid}"), "namespace": ns_, "uid": uid},
@@ -202,7 +195,7 @@ fn kubectl_describe_failed_scheduling_table() {
             "default-scheduler"
         ]
     );
-    let mut obj: serde_json::Value = serde_json::from_str(&core_event(
+    let mut obj: serde_json::Value = serde_json::from_str(&core_event([
         "fs-1",
         "Pod",
         "ai-conformance-gpu-pod2",
@@ -212,7 +205,7 @@ fn kubectl_describe_failed_scheduling_table() {
         &c[4],
         "2026-11-29T10:00:00Z",
         &c[3],
-    ))
+    ]))
     .unwrap();
     obj["count"] = 2.into();
     obj["lastTimestamp"] = "2026-11-29T10:05:07Z".into();
@@ -255,7 +248,7 @@ fn kueue_get_events_table() {
             "Job"
         };
         let t = format!("2026-11-29T10:00:{i:02}Z");
-        docs.push_str(&core_event(
+        docs.push_str(&core_event([
             &format!("u{i}"),
             kind,
             &c[2],
@@ -265,7 +258,7 @@ fn kueue_get_events_table() {
             &c[3],
             &t,
             "",
-        ));
+        ]));
         docs.push('\n');
     }
     let d = decode_bytes("kueue-events.jsonl", docs.as_bytes());

@@ -87,7 +87,7 @@ pub fn collect(mut out: Output) -> Decoded {
         .as_any()
         .downcast_ref::<TimestampNanosecondArray>()
         .unwrap();
-    let cols: Vec<Vec<Option<String>>> = [
+    let mut cols: Vec<std::vec::IntoIter<Option<String>>> = [
         "event_id",
         "layer",
         "source",
@@ -102,7 +102,7 @@ pub fn collect(mut out: Output) -> Decoded {
         "message",
     ]
     .iter()
-    .map(|n| strings(&b, n))
+    .map(|n| strings(&b, n).into_iter())
     .collect();
     let attrs = b
         .column_by_name("attrs")
@@ -118,7 +118,7 @@ pub fn collect(mut out: Output) -> Decoded {
         let a: BTreeMap<String, String> = (0..keys.len())
             .map(|j| (keys.value(j).to_string(), vals.value(j).to_string()))
             .collect();
-        let s = |c: usize| cols[c][i].clone();
+        let mut s = |c: usize| cols[c].next().flatten();
         rows.push(Ev {
             time_ns: times.value(i),
             event_id: s(0).unwrap(),
