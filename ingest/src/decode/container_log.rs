@@ -15,6 +15,7 @@ mod traceback;
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use whyslow_schemas::Layer;
@@ -226,6 +227,8 @@ pub struct ContainerLogDecoder {
     /// repeats the watchdog text in the exception it throws afterwards.
     timeouts_seen: HashSet<(String, Option<i32>, String, String)>,
     findings: Vec<Finding>,
+    /// What the current input's path names (kept: every line of a file shares it).
+    path_scope: Option<(String, Arc<(pod_names::PathScope, Option<String>)>)>,
 }
 
 /// Splits a leading `[rankN]:` off a line.
@@ -347,17 +350,28 @@ impl ContainerLogDecoder {
     fn line(&mut self, raw: &str, hints: &Hints, out: &mut Output) -> bool {
         let path = hints.path.as_deref().unwrap_or("");
         let mut who = Who::default();
-        let from_path = scope_from_path(path);
+        if self.path_scope.as_ref().is_none_or(|(p, _)| p != path) {
+            let scope = (scope_from_path(path), pod_from_file_name(path));
+            self.path_scope = Some((path.to_string(), Arc::new(scope)));
+        }
+        let cached = self
+            .path_scope
+            .as_ref()
+            .map(|(_, c)| Arc::clone(c))
+            .unwrap_or_default();
+        let (from_path, file_pod) = (&cached.0, &cached.1);
         who.namespace = from_path
             .namespace
-            .map(Cow::Owned)
-            .or(hints.namespace.as_deref().map(Cow::Borrowed));
+            .as_deref()
+            .or(hints.namespace.as_deref())
+            .map(Cow::Borrowed);
         who.pod = from_path
             .pod
-            .map(Cow::Owned)
-            .or(hints.pod.as_deref().map(Cow::Borrowed))
-            .or_else(|| pod_from_file_name(path).map(Cow::Owned));
-        who.container = from_path.container.map(Cow::Owned);
+            .as_deref()
+            .or(hints.pod.as_deref())
+            .or(file_pod.as_deref())
+            .map(Cow::Borrowed);
+        who.container = from_path.container.as_deref().map(Cow::Borrowed);
         who.node = hints.node.as_deref().map(Cow::Borrowed);
 
         let mut own_time: Option<Nanos> = None;
@@ -658,6 +672,7 @@ impl ContainerLogDecoder {
         self.partials.clear();
         self.last_time.clear();
         self.timeouts_seen.clear();
+        self.path_scope = None;
         emitted
     }
 }
