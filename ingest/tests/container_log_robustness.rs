@@ -186,7 +186,7 @@ fn pseudo_random_bytes_and_huge_lines() {
                 x ^= x >> 7;
                 x ^= x << 17;
                 // Mostly printable, sometimes the bytes the parsers split on.
-                if x % 5 == 0 {
+                if x.is_multiple_of(5) {
                     SPECIAL[(x >> 8) as usize % SPECIAL.len()]
                 } else {
                     b' ' + (x % 95) as u8

@@ -174,6 +174,9 @@ fn looks_like_json(line: &str) -> bool {
     t.starts_with("{\"") || t.starts_with("{ \"")
 }
 
+/// What a path names: the kubelet's scope, and a pod from the file name.
+type PathNames = (pod_names::PathScope, Option<String>);
+
 /// `--namespace`, pod, container and node of one line, with the workload and index.
 #[derive(Default)]
 struct Who<'a> {
@@ -228,7 +231,7 @@ pub struct ContainerLogDecoder {
     timeouts_seen: HashSet<(String, Option<i32>, String, String)>,
     findings: Vec<Finding>,
     /// What the current input's path names (kept: every line of a file shares it).
-    path_scope: Option<(String, Arc<(pod_names::PathScope, Option<String>)>)>,
+    path_scope: Option<(String, Arc<PathNames>)>,
 }
 
 /// Splits a leading `[rankN]:` off a line.
