@@ -1,0 +1,1 @@
+"""The benchmark harness driven by bench/run: one module per section."""
