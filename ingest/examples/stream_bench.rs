@@ -22,12 +22,12 @@ fn main() {
         .unwrap_or_else(|| "127.0.0.1:19092".into());
     let n: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(200_000);
     let topic = format!("bench-{}", std::process::id());
-    produce(&brokers, &topic, n);
-
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
+    rt.block_on(create_topic(&brokers, &topic, 4));
+    produce(&brokers, &topic, n);
     let bare = rt.block_on(bare_consumer(&brokers, &topic, n));
     let (worker, bytes) = rt.block_on(whyslow_worker(&brokers, &topic, n));
     println!("messages: {n} (envelope metrics, 4 partitions)");
