@@ -174,7 +174,11 @@ pub async fn analyze(
     // with a new configuration is compared with the previous one), in buckets long enough
     // to hold its regular saves.
     for (wk, pairs) in &mut paces {
-        pairs.sort_by(|a, b| (a.time_ns, &a.run_id).cmp(&(b.time_ns, &b.run_id)));
+        pairs.sort_by(|a, b| {
+            (a.time_ns, &a.run_id, a.start_ns)
+                .cmp(&(b.time_ns, &b.run_id, b.start_ns))
+                .then(a.seconds.total_cmp(&b.seconds))
+        });
         let saves = pauses
             .get(wk)
             .map(|m| m.save_secs.clone())
@@ -905,7 +909,11 @@ async fn read_framework_series(
     for run in out.values_mut() {
         for ranks in run.metrics.values_mut() {
             for pts in ranks.values_mut() {
-                pts.sort_by_key(|p| (p.time_ns, p.step));
+                pts.sort_by(|a, b| {
+                    (a.time_ns, a.step)
+                        .cmp(&(b.time_ns, b.step))
+                        .then(a.value.total_cmp(&b.value))
+                });
             }
         }
     }
@@ -957,7 +965,11 @@ async fn read_pauses(
     }
     let mut out = BTreeMap::new();
     for (wk, mut evs) in raw {
-        evs.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        evs.sort_by(|a, b| {
+            (a.0, &a.1)
+                .cmp(&(b.0, &b.1))
+                .then(a.2.unwrap_or(0.0).total_cmp(&b.2.unwrap_or(0.0)))
+        });
         let mut intervals = Vec::new();
         let mut evals = Vec::new();
         let mut eval_from: Option<i64> = None;

@@ -230,14 +230,27 @@ pub async fn run_rules(ctx: &SessionContext) -> Result<Vec<Candidate>> {
             read_candidates(&batch, layer, file.path, &mut out)?;
         }
     }
+    // A total order (rules return rows in no particular order): ties broken down to the
+    // summary and evidence, so the same store always ranks the same way.
     out.sort_by(|a, b| {
-        (&a.slowdown_id, a.time_ns, a.cause, &a.node, &a.device).cmp(&(
-            &b.slowdown_id,
-            b.time_ns,
-            b.cause,
-            &b.node,
-            &b.device,
-        ))
+        (
+            &a.slowdown_id,
+            a.time_ns,
+            a.cause,
+            &a.node,
+            &a.device,
+            &a.summary,
+            &a.evidence,
+        )
+            .cmp(&(
+                &b.slowdown_id,
+                b.time_ns,
+                b.cause,
+                &b.node,
+                &b.device,
+                &b.summary,
+                &b.evidence,
+            ))
     });
     Ok(out)
 }

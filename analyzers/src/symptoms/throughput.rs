@@ -11,7 +11,13 @@ use super::{DetectorConfig, Point, Symptom, SymptomKind, WorkloadKey};
 /// One workload's utilization series from per-device samples `(device key, sample)`: the
 /// mean over devices per scrape interval (the median interval of the devices' own
 /// series), with intervals where no device reported inside its lifetime read as idle.
-pub fn workload_series(samples: Vec<(String, Point)>) -> Vec<Point> {
+pub fn workload_series(mut samples: Vec<(String, Point)>) -> Vec<Point> {
+    // Sums in one order whatever order the rows came in: the same data, the same bits.
+    samples.sort_by(|a, b| {
+        (a.1.time_ns, &a.0)
+            .cmp(&(b.1.time_ns, &b.0))
+            .then(a.1.value.total_cmp(&b.1.value))
+    });
     let mut by_device: BTreeMap<String, Vec<i64>> = BTreeMap::new();
     for (d, p) in &samples {
         by_device.entry(d.clone()).or_default().push(p.time_ns);
