@@ -133,10 +133,10 @@ pub struct ReportArgs {
     #[arg(long)]
     pub run: Option<String>,
     /// Window start (RFC 3339 or relative, e.g. -2h).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub from: Option<String>,
     /// Window end (RFC 3339 or relative).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub to: Option<String>,
     /// md, json or html.
     #[arg(long, default_value = "md")]
