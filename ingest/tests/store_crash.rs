@@ -42,7 +42,7 @@ fn append_batch(w: &mut StoreWriter, k: usize) {
         events(events_range, EVENT_SPACING_NS, now_ns()),
     )
     .unwrap();
-    if k % 10 == 0 {
+    if k.is_multiple_of(10) {
         w.append(Table::DeadLetters, dead_letters(k..k + 2, now_ns()))
             .unwrap();
     }
@@ -189,9 +189,9 @@ fn commits_survive_sigkill_at_random_moments() {
         }
         if !finished {
             child.kill().unwrap(); // SIGKILL
-            child.wait().unwrap();
             killed_mid_run += 1;
         }
+        child.wait().unwrap();
         let offset = check_visible(&root, &expect);
         eprintln!(
             "round {round}: killed={} committed offset {offset}",
