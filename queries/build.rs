@@ -12,7 +12,11 @@ fn collect(dir: &Path, rel: &str, files: &mut Vec<(String, String)>) {
     for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
-        let child = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+        let child = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
         if path.is_dir() {
             collect(&path, &child, files);
         } else if name.ends_with(".sql") && !rel.is_empty() {
@@ -26,7 +30,8 @@ fn main() {
     let mut files = Vec::new();
     collect(&Path::new(&manifest).join("sql"), "", &mut files);
     files.sort();
-    let mut out = String::from("/// Every embedded `.sql` file: (path under `queries/sql/`, text).\n");
+    let mut out =
+        String::from("/// Every embedded `.sql` file: (path under `queries/sql/`, text).\n");
     out.push_str("pub static SQL_FILES: &[(&str, &str)] = &[\n");
     for (rel, abs) in &files {
         writeln!(out, "    ({rel:?}, include_str!({abs:?})),").expect("writing to a String");

@@ -117,9 +117,11 @@ pub fn persist(store_root: &Path, a: &Analysis) -> Result<()> {
         detail: e.to_string(),
     };
     let mut w = StoreWriter::open(store_root).map_err(err)?;
-    w.replace_table(Table::Slowdowns, vec![slowdowns_batch(a)?])
-        .map_err(err)?;
-    w.replace_table(Table::Causes, vec![causes_batch(a)?])
-        .map_err(err)?;
+    // One log entry: a reader never sees new slowdowns with old causes.
+    w.replace_tables(vec![
+        (Table::Slowdowns, vec![slowdowns_batch(a)?]),
+        (Table::Causes, vec![causes_batch(a)?]),
+    ])
+    .map_err(err)?;
     Ok(())
 }

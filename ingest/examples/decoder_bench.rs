@@ -172,12 +172,17 @@ fn bench_container_log() {
                 r#"{{"name": "transformers.trainer", "message": "Saving model checkpoint to /data/ft/checkpoint-{}", "timestamp": "{stamp}", "level": "INFO"}}"#,
                 i / 20
             ),
-            2 => format!("{{'loss': 1.{:04}, 'grad_norm': 0.91, 'learning_rate': 1.9e-05, 'epoch': 0.25}}", i % 10_000),
+            2 => format!(
+                "{{'loss': 1.{:04}, 'grad_norm': 0.91, 'learning_rate': 1.9e-05, 'epoch': 0.25}}",
+                i % 10_000
+            ),
             3 => " 40%|████      | 4/10 [00:02<00:03,  1.55it/s]".to_string(),
             4 if i % 1000 == 4 => format!(
                 "[rank{rank}]:[E1129 10:40:12.345678901 ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={i}, OpType=ALLREDUCE, NumelIn=262144, NumelOut=262144, Timeout(ms)=600000) ran for 600060 milliseconds before timing out."
             ),
-            _ => format!("[rank{rank}]:[W1129 10:15:02.895439547 reducer.cpp:1400] Warning: find_unused_parameters=True was specified in DDP constructor"),
+            _ => format!(
+                "[rank{rank}]:[W1129 10:15:02.895439547 reducer.cpp:1400] Warning: find_unused_parameters=True was specified in DDP constructor"
+            ),
         };
         let _ = writeln!(s, "{stamp} stdout F {line}");
     }
@@ -187,7 +192,9 @@ fn bench_container_log() {
     };
     let mut d = whyslow_ingest::decode::container_log::ContainerLogDecoder::new();
     run_lines("container-log", &mut d, &s, &hints);
-    let mut auto = whyslow_ingest::decode::auto::AutoDecoder::new(|f| whyslow_ingest::run::decoder_for(f).ok());
+    let mut auto = whyslow_ingest::decode::auto::AutoDecoder::new(|f| {
+        whyslow_ingest::run::decoder_for(f).ok()
+    });
     run_lines("auto(cri)", &mut auto, &s, &hints);
 }
 
@@ -206,8 +213,14 @@ fn bench_slurm() {
         let n = i % 2000;
         let msg = match i % 10 {
             0 => format!("error: Nodes gpu-[{n:04}-{:04}] not responding", n + 3),
-            1 => format!("sched: Allocate JobId={i} NodeList=gpu-[{n:04}-{:04}] #CPUs=256 Partition=gpu", n + 7),
-            2 => format!("preempted JobId={i} has been requeued to reclaim resources for JobId={}", i + 1),
+            1 => format!(
+                "sched: Allocate JobId={i} NodeList=gpu-[{n:04}-{:04}] #CPUs=256 Partition=gpu",
+                n + 7
+            ),
+            2 => format!(
+                "preempted JobId={i} has been requeued to reclaim resources for JobId={}",
+                i + 1
+            ),
             3 => format!("update_node: node gpu-{n:04} state set to DRAINED"),
             4 => format!("_job_complete: JobId={i} done"),
             _ => "debug:  sched: Running job scheduler for full queue.".to_string(),

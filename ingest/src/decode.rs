@@ -74,13 +74,18 @@ impl fmt::Display for Format {
 
 /// A format name that is not one of [`Format::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown format '{0}' (expected one of auto, envelope, k8s, prometheus, kmsg, container-log, slurm)")]
+#[error(
+    "unknown format '{0}' (expected one of auto, envelope, k8s, prometheus, kmsg, container-log, slurm)"
+)]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
     type Err = UnknownFormat;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Format::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| UnknownFormat(s.to_string()))
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| UnknownFormat(s.to_string()))
     }
 }
 
@@ -99,14 +104,22 @@ pub enum Origin<'a> {
     /// A file (or `-` for stdin) and the 1-based line the record starts on.
     File { path: &'a str, line: u64 },
     /// A Kafka message.
-    Kafka { topic: &'a str, partition: i32, offset: i64 },
+    Kafka {
+        topic: &'a str,
+        partition: i32,
+        offset: i64,
+    },
 }
 
 impl fmt::Display for Origin<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Origin::File { path, line } => write!(f, "{path}:{line}"),
-            Origin::Kafka { topic, partition, offset } => write!(f, "{topic}/{partition}/{offset}"),
+            Origin::Kafka {
+                topic,
+                partition,
+                offset,
+            } => write!(f, "{topic}/{partition}/{offset}"),
         }
     }
 }
@@ -205,7 +218,8 @@ impl Output {
     /// The record cannot be read: kept whole in `dead_letters` with the reason.
     pub fn reject(&mut self, origin: &Origin<'_>, format: Format, error: &str, payload: &[u8]) {
         self.counts.rejected += 1;
-        self.dead.append(&origin.to_string(), format.name(), error, payload);
+        self.dead
+            .append(&origin.to_string(), format.name(), error, payload);
     }
 
     /// Rows waiting in the builders.

@@ -229,6 +229,9 @@ impl Runner<'_> {
         let format = decoder.format();
         let mut hints = self.opts.hints.clone();
         hints.path = matches!(input, Input::File(_)).then(|| name.clone());
+        if hints.default_time_ns.is_none() {
+            hints.default_time_ns = input.modified_ns();
+        }
         self.progress.set_message(name.clone());
         let read = match source::open(input, self.bytes.clone()) {
             Ok(reader) => match decoder.framing() {
@@ -312,9 +315,13 @@ impl Runner<'_> {
             path: name,
             line: 1,
         };
-        if full_len > MAX_RECORD_BYTES as u64 {
+        // A document (a List, a YAML stream) may be large: its decoder applies the record
+        // limit to each object in it. Only a document past the hard cap is rejected.
+        if full_len > doc.len() as u64 {
             self.out.begin_record();
-            let reason = too_long(full_len, full_len > doc.len() as u64);
+            let reason = format!(
+                "document of {full_len} bytes is over the limit of {HARD_CAP_BYTES} bytes (payload cut to its first {HARD_CAP_BYTES} bytes)"
+            );
             self.out.reject(&origin, decoder.format(), &reason, &doc);
         } else {
             decoder.decode(&doc, &origin, hints, &mut self.out);

@@ -36,6 +36,19 @@ impl Input {
         }
     }
 
+    /// When the file was last modified (ns since the epoch): the time of records that
+    /// carry none and have no `--time` (a scrape saved without timestamps).
+    pub fn modified_ns(&self) -> Option<i64> {
+        match self {
+            Input::Stdin => None,
+            Input::File(p) => {
+                let t = std::fs::metadata(p).ok()?.modified().ok()?;
+                let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+                i64::try_from(d.as_nanos()).ok()
+            }
+        }
+    }
+
     /// The size in bytes, where it is known before reading.
     pub fn size(&self) -> Option<u64> {
         match self {

@@ -22,7 +22,9 @@ pub fn parse_rfc3339(s: &str) -> Result<Nanos, BadTime> {
         .or_else(|_| DateTime::parse_from_str(t, "%Y-%m-%d %H:%M:%S%.f%z"))
         .or_else(|_| DateTime::parse_from_str(t, "%Y-%m-%d %H:%M:%S%.f %z"));
     match parsed {
-        Ok(dt) => dt.timestamp_nanos_opt().ok_or_else(|| BadTime(s.to_string())),
+        Ok(dt) => dt
+            .timestamp_nanos_opt()
+            .ok_or_else(|| BadTime(s.to_string())),
         Err(_) => Err(BadTime(s.to_string())),
     }
 }
@@ -30,7 +32,9 @@ pub fn parse_rfc3339(s: &str) -> Result<Nanos, BadTime> {
 /// RFC 3339 read by [`parse_stamp_prefix`] without chrono's general parser (it is on the
 /// hot path of every JSON decoder): only a stamp that is the whole text and has an offset.
 fn parse_rfc3339_canonical(s: &str) -> Option<Nanos> {
-    parse_stamp_prefix(s).filter(|st| st.len == s.len() && st.has_offset).map(|st| st.ns)
+    parse_stamp_prefix(s)
+        .filter(|st| st.len == s.len() && st.has_offset)
+        .map(|st| st.ns)
 }
 
 /// A time given on the command line (`--time`, `--from`, `--to`, `--boot-time`): RFC 3339,
@@ -44,7 +48,9 @@ pub fn parse_cli_time(s: &str, now_ns: Nanos) -> Result<Nanos, BadTime> {
     match t.strip_prefix('-') {
         Some(rel) if rel.starts_with(|c: char| c.is_ascii_digit()) => {
             let back = parse_duration_ns(rel).ok_or_else(|| BadTime(s.to_string()))?;
-            now_ns.checked_sub(back).ok_or_else(|| BadTime(s.to_string()))
+            now_ns
+                .checked_sub(back)
+                .ok_or_else(|| BadTime(s.to_string()))
         }
         _ => parse_rfc3339(t),
     }
@@ -58,13 +64,17 @@ pub fn parse_duration_ns(s: &str) -> Option<i64> {
         return None;
     }
     while !rest.is_empty() {
-        let n = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let n = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
         if n == 0 {
             return None;
         }
         let amount: i64 = rest[..n].parse().ok()?;
         rest = &rest[n..];
-        let u = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let u = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let unit_ns: i64 = match &rest[..u] {
             "ms" => 1_000_000,
             "s" => 1_000_000_000,
@@ -237,7 +247,10 @@ fn civil_to_ns(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32, frac_ns: u32) -
 pub fn parse_stamp_prefix(s: &str) -> Option<Stamp> {
     let b = s.as_bytes();
     let y = digits(b, 0, 4)?;
-    if b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') || !matches!(b.get(10), Some(b'T' | b't' | b' ')) {
+    if b.get(4) != Some(&b'-')
+        || b.get(7) != Some(&b'-')
+        || !matches!(b.get(10), Some(b'T' | b't' | b' '))
+    {
         return None;
     }
     let (mo, d) = (digits(b, 5, 2)?, digits(b, 8, 2)?);
@@ -274,7 +287,11 @@ pub fn parse_stamp_prefix(s: &str) -> Option<Stamp> {
     }
     let local = civil_to_ns(y as i32, mo, d, h, mi, sec, frac_ns)?;
     let ns = local.checked_sub(offset_secs * 1_000_000_000)?;
-    Some(Stamp { ns, len: at, has_offset })
+    Some(Stamp {
+        ns,
+        len: at,
+        has_offset,
+    })
 }
 
 /// Reads a glog / c10 stamp at the start of `s`: a level letter (`IWEF`), month and day
@@ -301,7 +318,10 @@ pub fn parse_glog_prefix(s: &str, year_ref: Nanos) -> Option<Stamp> {
     let (h, mi, sec) = (digits(b, t, 2)?, digits(b, t + 3, 2)?, digits(b, t + 6, 2)?);
     let (frac_ns, flen) = fraction(b, t + 8);
     let reference = DateTime::from_timestamp_nanos(year_ref);
-    let (ref_year, ref_month) = (chrono::Datelike::year(&reference), chrono::Datelike::month(&reference));
+    let (ref_year, ref_month) = (
+        chrono::Datelike::year(&reference),
+        chrono::Datelike::month(&reference),
+    );
     // Only a reference at one end of the year and a line at the other cross it (a
     // reference may be a little before the line, or the file's mtime after it).
     let year = match (ref_month as i32) - (mo as i32) {
@@ -310,7 +330,11 @@ pub fn parse_glog_prefix(s: &str, year_ref: Nanos) -> Option<Stamp> {
         _ => ref_year,
     };
     let ns = civil_to_ns(year, mo, d, h, mi, sec, frac_ns)?;
-    Some(Stamp { ns, len: t + 8 + flen, has_offset: false })
+    Some(Stamp {
+        ns,
+        len: t + 8 + flen,
+        has_offset: false,
+    })
 }
 
 /// An epoch timestamp written as a decimal string, read exactly (no float rounding):
@@ -324,7 +348,10 @@ pub fn parse_epoch_decimal(s: &str) -> Result<Nanos, BadTime> {
     let (int, frac) = t.split_once('.').unwrap_or((t, ""));
     let all_digits = |x: &str| x.bytes().all(|c| c.is_ascii_digit());
     if int.is_empty() || !all_digits(int) || !all_digits(frac) || int.len() > 19 {
-        return t.parse::<f64>().map_err(|_| bad()).and_then(from_epoch_number);
+        return t
+            .parse::<f64>()
+            .map_err(|_| bad())
+            .and_then(from_epoch_number);
     }
     let whole: i64 = int.parse().map_err(|_| bad())?;
     if frac.is_empty() {
@@ -334,20 +361,31 @@ pub fn parse_epoch_decimal(s: &str) -> Result<Nanos, BadTime> {
     for (i, c) in frac.bytes().take(9).enumerate() {
         ns += i64::from(c - b'0') * 10i64.pow(8 - i as u32);
     }
-    whole.checked_mul(1_000_000_000).and_then(|w| w.checked_add(ns)).ok_or_else(bad)
+    whole
+        .checked_mul(1_000_000_000)
+        .and_then(|w| w.checked_add(ns))
+        .ok_or_else(bad)
 }
 
 /// The month of a three-letter English abbreviation (`Jan` → 1).
 pub fn month_from_abbrev(m: &str) -> Option<u32> {
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    MONTHS.iter().position(|x| x.eq_ignore_ascii_case(m)).map(|i| i as u32 + 1)
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    MONTHS
+        .iter()
+        .position(|x| x.eq_ignore_ascii_case(m))
+        .map(|i| i as u32 + 1)
 }
 
 /// The year a date of `month` written without one most likely has, near `year_ref`:
 /// a month more than six away from the reference's is across a New Year.
 fn year_near(year_ref: Nanos, month: u32) -> i32 {
     let reference = DateTime::from_timestamp_nanos(year_ref);
-    let (ref_year, ref_month) = (chrono::Datelike::year(&reference), chrono::Datelike::month(&reference));
+    let (ref_year, ref_month) = (
+        chrono::Datelike::year(&reference),
+        chrono::Datelike::month(&reference),
+    );
     match ref_month as i32 - month as i32 {
         d if d > 6 => ref_year + 1,
         d if d < -6 => ref_year - 1,
@@ -360,7 +398,11 @@ fn clock_at(b: &[u8], at: usize) -> Option<(u32, u32, u32, u32, usize)> {
     if b.get(at + 2) != Some(&b':') || b.get(at + 5) != Some(&b':') {
         return None;
     }
-    let (h, mi, s) = (digits(b, at, 2)?, digits(b, at + 3, 2)?, digits(b, at + 6, 2)?);
+    let (h, mi, s) = (
+        digits(b, at, 2)?,
+        digits(b, at + 3, 2)?,
+        digits(b, at + 6, 2)?,
+    );
     let (frac_ns, flen) = fraction(b, at + 8);
     Some((h, mi, s, frac_ns, 8 + flen))
 }
@@ -405,7 +447,11 @@ pub fn parse_syslog_prefix(s: &str, year_ref: Nanos) -> Option<Stamp> {
     }
     let (h, mi, sec, frac_ns, n) = clock_at(b, at + 1)?;
     let ns = civil_to_ns(year_near(year_ref, mo), mo, d, h, mi, sec, frac_ns)?;
-    Some(Stamp { ns, len: at + 1 + n, has_offset: false })
+    Some(Stamp {
+        ns,
+        len: at + 1 + n,
+        has_offset: false,
+    })
 }
 
 #[cfg(test)]
@@ -416,7 +462,10 @@ mod tests {
     fn rfc3339_forms() {
         let want = 1_764_411_302_123_000_000;
         assert_eq!(parse_rfc3339("2025-11-29T10:15:02.123Z").unwrap(), want);
-        assert_eq!(parse_rfc3339("2025-11-29T10:15:02.123+00:00").unwrap(), want);
+        assert_eq!(
+            parse_rfc3339("2025-11-29T10:15:02.123+00:00").unwrap(),
+            want
+        );
         assert_eq!(parse_rfc3339("2025-11-29T11:15:02.123+0100").unwrap(), want);
         assert_eq!(parse_rfc3339("2025-11-29 10:15:02.123Z").unwrap(), want);
         assert!(parse_rfc3339("yesterday").is_err());
@@ -436,7 +485,10 @@ mod tests {
             "1999-12-31T23:59:59.000001-00:30",
         ];
         for c in cases {
-            let want = DateTime::parse_from_rfc3339(c).unwrap().timestamp_nanos_opt().unwrap();
+            let want = DateTime::parse_from_rfc3339(c)
+                .unwrap()
+                .timestamp_nanos_opt()
+                .unwrap();
             assert_eq!(parse_rfc3339_canonical(c), Some(want), "{c}");
             assert_eq!(parse_rfc3339(c).unwrap(), want, "{c}");
         }
@@ -461,23 +513,55 @@ mod tests {
         let now = 1_764_411_302_000_000_000;
         assert_eq!(parse_cli_time("now", now).unwrap(), now);
         assert_eq!(parse_cli_time("-2h", now).unwrap(), now - 7_200_000_000_000);
-        assert_eq!(parse_cli_time("-30m", now).unwrap(), now - 1_800_000_000_000);
-        assert_eq!(parse_cli_time("-1h30m", now).unwrap(), now - 5_400_000_000_000);
+        assert_eq!(
+            parse_cli_time("-30m", now).unwrap(),
+            now - 1_800_000_000_000
+        );
+        assert_eq!(
+            parse_cli_time("-1h30m", now).unwrap(),
+            now - 5_400_000_000_000
+        );
         assert_eq!(parse_cli_time("-500ms", now).unwrap(), now - 500_000_000);
         assert_eq!(parse_cli_time("2025-11-29T10:15:02Z", now).unwrap(), now);
-        for bad in ["-2", "-h", "-2x", "yesterday", "-", "-1h-2m", "-99999999999999999999d"] {
+        for bad in [
+            "-2",
+            "-h",
+            "-2x",
+            "yesterday",
+            "-",
+            "-1h-2m",
+            "-99999999999999999999d",
+        ] {
             assert!(parse_cli_time(bad, now).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn epoch_numbers() {
-        assert_eq!(from_epoch_integer(1_764_411_302).unwrap(), 1_764_411_302_000_000_000);
-        assert_eq!(from_epoch_integer(1_764_411_302_123).unwrap(), 1_764_411_302_123_000_000);
-        assert_eq!(from_epoch_integer(1_764_411_302_123_456_789).unwrap(), 1_764_411_302_123_456_789);
-        assert_eq!(from_epoch_integer(1_764_411_302_123_456).unwrap(), 1_764_411_302_123_456_000);
-        assert_eq!(from_epoch_number(1_764_411_302.5).unwrap(), 1_764_411_302_500_000_000);
-        assert_eq!(from_epoch_number(1_764_411_302_123.0).unwrap(), 1_764_411_302_123_000_000);
+        assert_eq!(
+            from_epoch_integer(1_764_411_302).unwrap(),
+            1_764_411_302_000_000_000
+        );
+        assert_eq!(
+            from_epoch_integer(1_764_411_302_123).unwrap(),
+            1_764_411_302_123_000_000
+        );
+        assert_eq!(
+            from_epoch_integer(1_764_411_302_123_456_789).unwrap(),
+            1_764_411_302_123_456_789
+        );
+        assert_eq!(
+            from_epoch_integer(1_764_411_302_123_456).unwrap(),
+            1_764_411_302_123_456_000
+        );
+        assert_eq!(
+            from_epoch_number(1_764_411_302.5).unwrap(),
+            1_764_411_302_500_000_000
+        );
+        assert_eq!(
+            from_epoch_number(1_764_411_302_123.0).unwrap(),
+            1_764_411_302_123_000_000
+        );
         assert!(from_epoch_number(f64::NAN).is_err());
         assert!(from_epoch_integer(-1).is_err());
     }
@@ -489,8 +573,18 @@ mod tests {
         assert_eq!((st.ns, st.len, st.has_offset), (want, 24, true));
         let st = parse_stamp_prefix("2025-11-29T10:15:02.123456789Z").unwrap();
         assert_eq!(st.ns, want + 456_789);
-        assert_eq!(parse_stamp_prefix("2025-11-29T11:15:02.123+01:00 x").unwrap().ns, want);
-        assert_eq!(parse_stamp_prefix("2025-11-29T09:15:02.123-0100").unwrap().ns, want);
+        assert_eq!(
+            parse_stamp_prefix("2025-11-29T11:15:02.123+01:00 x")
+                .unwrap()
+                .ns,
+            want
+        );
+        assert_eq!(
+            parse_stamp_prefix("2025-11-29T09:15:02.123-0100")
+                .unwrap()
+                .ns,
+            want
+        );
         let st = parse_stamp_prefix("2025-11-29 10:15:02,123 - INFO").unwrap();
         assert_eq!((st.ns, st.len, st.has_offset), (want, 23, false));
         assert_eq!(parse_stamp_prefix("2025-11-29T10:15:02 x").unwrap().len, 19);
@@ -522,26 +616,62 @@ mod kernel_and_epoch_tests {
 
     #[test]
     fn epoch_decimals_are_exact() {
-        assert_eq!(parse_epoch_decimal("1395066363000").unwrap(), 1_395_066_363_000_000_000);
-        assert_eq!(parse_epoch_decimal("1520879607.789").unwrap(), 1_520_879_607_789_000_000);
-        assert_eq!(parse_epoch_decimal("1764411302.123456789").unwrap(), 1_764_411_302_123_456_789);
-        assert_eq!(parse_epoch_decimal("1764411302").unwrap(), 1_764_411_302_000_000_000);
-        assert_eq!(parse_epoch_decimal("1.5e9").unwrap(), 1_500_000_000_000_000_000);
-        for bad in ["", "-1", "x", "1.2.3", "NaN", "99999999999999999999999", "99999999999999", "99999999999999999"] {
+        assert_eq!(
+            parse_epoch_decimal("1395066363000").unwrap(),
+            1_395_066_363_000_000_000
+        );
+        assert_eq!(
+            parse_epoch_decimal("1520879607.789").unwrap(),
+            1_520_879_607_789_000_000
+        );
+        assert_eq!(
+            parse_epoch_decimal("1764411302.123456789").unwrap(),
+            1_764_411_302_123_456_789
+        );
+        assert_eq!(
+            parse_epoch_decimal("1764411302").unwrap(),
+            1_764_411_302_000_000_000
+        );
+        assert_eq!(
+            parse_epoch_decimal("1.5e9").unwrap(),
+            1_500_000_000_000_000_000
+        );
+        for bad in [
+            "",
+            "-1",
+            "x",
+            "1.2.3",
+            "NaN",
+            "99999999999999999999999",
+            "99999999999999",
+            "99999999999999999",
+        ] {
             assert!(parse_epoch_decimal(bad).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn ctime_and_syslog_dates() {
-        assert_eq!(format_rfc3339(parse_ctime("Tue Jan  9 14:24:05 2024").unwrap()), "2024-01-09T14:24:05Z");
-        assert_eq!(format_rfc3339(parse_ctime("Sun Feb 23 16:24:18 2025").unwrap()), "2025-02-23T16:24:18Z");
+        assert_eq!(
+            format_rfc3339(parse_ctime("Tue Jan  9 14:24:05 2024").unwrap()),
+            "2024-01-09T14:24:05Z"
+        );
+        assert_eq!(
+            format_rfc3339(parse_ctime("Sun Feb 23 16:24:18 2025").unwrap()),
+            "2025-02-23T16:24:18Z"
+        );
         assert!(parse_ctime("Feb 30 16:24:18 2025").is_none());
         assert!(parse_ctime("Tue Jan  9 14:24:05").is_none());
         let reference = parse_rfc3339("2026-11-30T00:00:00Z").unwrap();
         let st = parse_syslog_prefix("Nov 29 10:15:02 host kernel: x", reference).unwrap();
-        assert_eq!((format_rfc3339(st.ns).as_str(), st.len), ("2026-11-29T10:15:02Z", 15));
-        let st = parse_syslog_prefix("Dec  9 10:15:02.5 host", parse_rfc3339("2027-01-02T00:00:00Z").unwrap());
+        assert_eq!(
+            (format_rfc3339(st.ns).as_str(), st.len),
+            ("2026-11-29T10:15:02Z", 15)
+        );
+        let st = parse_syslog_prefix(
+            "Dec  9 10:15:02.5 host",
+            parse_rfc3339("2027-01-02T00:00:00Z").unwrap(),
+        );
         assert_eq!(format_rfc3339(st.unwrap().ns), "2026-12-09T10:15:02.500Z");
         assert!(parse_syslog_prefix("Nov 29 10:15 host", reference).is_none());
         assert!(parse_syslog_prefix("Now 29 10:15:02 host", reference).is_none());

@@ -14,7 +14,10 @@ pub fn sql_file(path: &str) -> Option<&'static str> {
 /// `causes/infrastructure`, ...), as (name without `.sql`, text), in name order.
 pub fn sql_dir(dir: &str) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
     SQL_FILES.iter().filter_map(move |(p, text)| {
-        let name = p.strip_prefix(dir)?.strip_prefix('/')?.strip_suffix(".sql")?;
+        let name = p
+            .strip_prefix(dir)?
+            .strip_prefix('/')?
+            .strip_suffix(".sql")?;
         (!name.contains('/')).then_some((name, *text))
     })
 }
@@ -34,7 +37,11 @@ mod tests {
     fn on_disk(dir: &std::path::Path, rel: &str, out: &mut Vec<String>) {
         for f in std::fs::read_dir(dir).unwrap().flatten() {
             let name = f.file_name().to_string_lossy().into_owned();
-            let child = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+            let child = if rel.is_empty() {
+                name.clone()
+            } else {
+                format!("{rel}/{name}")
+            };
             if f.path().is_dir() {
                 on_disk(&f.path(), &child, out);
             } else if name.ends_with(".sql") && !rel.is_empty() {
@@ -46,12 +53,19 @@ mod tests {
     #[test]
     fn every_file_on_disk_is_embedded() {
         let mut files = Vec::new();
-        on_disk(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql"), "", &mut files);
+        on_disk(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql"),
+            "",
+            &mut files,
+        );
         files.sort();
         let embedded: Vec<&str> = SQL_FILES.iter().map(|(p, _)| *p).collect();
         assert_eq!(embedded, files);
         assert!(sql_dir("views").count() > 0);
         assert!(incident_query("node_window").is_some());
-        assert_eq!(incident_query("node_window.sql"), sql_file("incidents/node_window.sql"));
+        assert_eq!(
+            incident_query("node_window.sql"),
+            sql_file("incidents/node_window.sql")
+        );
     }
 }

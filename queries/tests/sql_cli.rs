@@ -115,7 +115,11 @@ fn params_are_bound_as_typed_values() {
     assert_eq!(out, "n\n0\n");
     let e = sql(s.path(), q, "csv", &["node=node-a"]).unwrap_err();
     assert!(e.is_usage());
-    assert!(e.to_string().contains("$from, $to but no --param from=VALUE, --param to=VALUE"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("$from, $to but no --param from=VALUE, --param to=VALUE"),
+        "{e}"
+    );
     let e = sql(s.path(), "SELECT 1", "csv", &["nod=node-a"]).unwrap_err();
     assert!(e.is_usage() && e.to_string().contains("not used"), "{e}");
 }

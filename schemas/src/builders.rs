@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, BinaryBuilder, Float64Builder, Int32Builder, Int64Builder, MapBuilder, RecordBatch, StringBuilder,
-    TimestampNanosecondBuilder,
+    ArrayRef, BinaryBuilder, Float64Builder, Int32Builder, Int64Builder, MapBuilder, RecordBatch,
+    StringBuilder, TimestampNanosecondBuilder,
 };
 
 use crate::tables::{Table, UTC};
@@ -31,7 +31,15 @@ impl ScopeBuilders {
     }
 
     fn append(&mut self, s: &Scope<'_>) {
-        let values = [s.cluster, s.node, s.device, s.namespace, s.workload, s.pod, s.run_id];
+        let values = [
+            s.cluster,
+            s.node,
+            s.device,
+            s.namespace,
+            s.workload,
+            s.pod,
+            s.run_id,
+        ];
         for (b, v) in self.0.iter_mut().zip(values) {
             b.append_option(v);
         }
@@ -345,7 +353,11 @@ mod tests {
             source: "kueue",
             kind: "evicted",
             severity: Severity::Warning,
-            scope: Scope { namespace: Some("llm"), workload: Some("ft"), ..Scope::default() },
+            scope: Scope {
+                namespace: Some("llm"),
+                workload: Some("ft"),
+                ..Scope::default()
+            },
             reason: Some("Preempted"),
             message: None,
         };
@@ -354,10 +366,20 @@ mod tests {
         let b = e.finish();
         assert_eq!(b.num_rows(), 2);
         assert!(e.is_empty());
-        let attrs = b.column_by_name("attrs").unwrap().as_any().downcast_ref::<MapArray>().unwrap();
+        let attrs = b
+            .column_by_name("attrs")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<MapArray>()
+            .unwrap();
         assert_eq!(attrs.value(0).len(), 1);
         assert_eq!(attrs.value(1).len(), 0);
-        let ns = b.column_by_name("namespace").unwrap().as_any().downcast_ref::<StringArray>().unwrap();
+        let ns = b
+            .column_by_name("namespace")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
         assert_eq!(ns.value(0), "llm");
         assert!(b.column_by_name("node").unwrap().is_null(0));
 

@@ -102,7 +102,10 @@ impl FromStr for Cause {
             .iter()
             .copied()
             .find(|c| c.id() == s)
-            .ok_or_else(|| UnknownId { what: "cause", value: s.to_string() })
+            .ok_or_else(|| UnknownId {
+                what: "cause",
+                value: s.to_string(),
+            })
     }
 }
 

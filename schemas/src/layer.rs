@@ -6,7 +6,9 @@ use std::str::FromStr;
 use crate::UnknownId;
 
 /// Where in the stack something happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Layer {
     /// Hardware, hosts, networks, storage.
@@ -43,12 +45,17 @@ impl FromStr for Layer {
         Layer::ALL
             .into_iter()
             .find(|l| l.as_str() == s)
-            .ok_or_else(|| UnknownId { what: "layer", value: s.to_string() })
+            .ok_or_else(|| UnknownId {
+                what: "layer",
+                value: s.to_string(),
+            })
     }
 }
 
 /// How bad an event is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Info,
@@ -59,7 +66,12 @@ pub enum Severity {
 
 impl Severity {
     /// Every severity, mildest first.
-    pub const ALL: [Severity; 4] = [Severity::Info, Severity::Warning, Severity::Error, Severity::Critical];
+    pub const ALL: [Severity; 4] = [
+        Severity::Info,
+        Severity::Warning,
+        Severity::Error,
+        Severity::Critical,
+    ];
 
     /// The id used in tables.
     pub fn as_str(self) -> &'static str {
@@ -84,7 +96,10 @@ impl FromStr for Severity {
         Severity::ALL
             .into_iter()
             .find(|l| l.as_str() == s)
-            .ok_or_else(|| UnknownId { what: "severity", value: s.to_string() })
+            .ok_or_else(|| UnknownId {
+                what: "severity",
+                value: s.to_string(),
+            })
     }
 }
 

@@ -21,7 +21,10 @@ pub fn string_map_type() -> DataType {
         Field::new("keys", DataType::Utf8, false),
         Field::new("values", DataType::Utf8, true),
     ]);
-    DataType::Map(Arc::new(Field::new("entries", DataType::Struct(entries), false)), false)
+    DataType::Map(
+        Arc::new(Field::new("entries", DataType::Struct(entries), false)),
+        false,
+    )
 }
 
 /// `list<string>`, as arrow's `ListBuilder<StringBuilder>` makes it.
@@ -38,7 +41,15 @@ fn s(name: &str, nullable: bool) -> Field {
 }
 
 /// The columns that say where and to whom, in contract order.
-pub const SCOPE_COLUMNS: [&str; 7] = ["cluster", "node", "device", "namespace", "workload", "pod", "run_id"];
+pub const SCOPE_COLUMNS: [&str; 7] = [
+    "cluster",
+    "node",
+    "device",
+    "namespace",
+    "workload",
+    "pod",
+    "run_id",
+];
 
 static EVENTS: LazyLock<SchemaRef> = LazyLock::new(|| {
     let mut f = vec![
@@ -131,7 +142,13 @@ pub enum Table {
 
 impl Table {
     /// Every table, raw ones first.
-    pub const ALL: [Table; 5] = [Table::Events, Table::Metrics, Table::DeadLetters, Table::Slowdowns, Table::Causes];
+    pub const ALL: [Table; 5] = [
+        Table::Events,
+        Table::Metrics,
+        Table::DeadLetters,
+        Table::Slowdowns,
+        Table::Causes,
+    ];
 
     /// The SQL name of the table.
     pub fn name(self) -> &'static str {
@@ -183,7 +200,10 @@ impl FromStr for Table {
         Table::ALL
             .into_iter()
             .find(|t| t.name() == s)
-            .ok_or_else(|| UnknownId { what: "table", value: s.to_string() })
+            .ok_or_else(|| UnknownId {
+                what: "table",
+                value: s.to_string(),
+            })
     }
 }
 
@@ -194,23 +214,59 @@ mod tests {
     #[test]
     fn tables_have_the_contract_core_columns() {
         let names = |t: Table| -> Vec<String> {
-            t.schema().fields().iter().map(|f| f.name().clone()).collect()
+            t.schema()
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect()
         };
         assert_eq!(
             names(Table::Events),
             [
-                "time", "ingest_time", "event_id", "layer", "source", "kind", "severity", "cluster", "node",
-                "device", "namespace", "workload", "pod", "run_id", "reason", "message", "attrs"
+                "time",
+                "ingest_time",
+                "event_id",
+                "layer",
+                "source",
+                "kind",
+                "severity",
+                "cluster",
+                "node",
+                "device",
+                "namespace",
+                "workload",
+                "pod",
+                "run_id",
+                "reason",
+                "message",
+                "attrs"
             ]
         );
         assert_eq!(
             names(Table::Metrics),
             [
-                "time", "ingest_time", "layer", "source", "metric", "value", "cluster", "node", "device",
-                "namespace", "workload", "pod", "run_id", "rank", "step", "labels"
+                "time",
+                "ingest_time",
+                "layer",
+                "source",
+                "metric",
+                "value",
+                "cluster",
+                "node",
+                "device",
+                "namespace",
+                "workload",
+                "pod",
+                "run_id",
+                "rank",
+                "step",
+                "labels"
             ]
         );
-        assert_eq!(names(Table::DeadLetters), ["ingest_time", "source_ref", "format", "error", "payload"]);
+        assert_eq!(
+            names(Table::DeadLetters),
+            ["ingest_time", "source_ref", "format", "error", "payload"]
+        );
         for t in Table::ALL {
             assert_eq!(t.name().parse::<Table>().unwrap(), t);
             let schema = t.schema();

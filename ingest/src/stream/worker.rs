@@ -239,7 +239,9 @@ pub async fn run(
         None => None,
     };
     // Creates the store if needed and clears what a crashed writer left behind.
-    let stored = open_writer_taking_turns(&opts.store)?.store().kafka_offsets();
+    let stored = open_writer_taking_turns(&opts.store)?
+        .store()
+        .kafka_offsets();
     let topic_formats: HashMap<String, Format> = opts
         .topics
         .iter()
