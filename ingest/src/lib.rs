@@ -1,6 +1,7 @@
 //! Sources, decoders and the append-only Parquet event log.
 
 pub mod decode;
+pub mod redecode;
 pub mod run;
 pub mod source;
 pub mod store;

@@ -19,7 +19,7 @@
 mod fsio;
 mod keys;
 mod log;
-mod segment;
+pub(crate) mod segment;
 mod sidecar;
 mod writer;
 

@@ -305,6 +305,55 @@ impl StoreWriter {
         Ok(stats)
     }
 
+    /// Commits the buffered rows like [`commit`](Self::commit) (rows the store holds are
+    /// dropped) and, in the same log entry, replaces every row of each table in `replace`
+    /// with its batches; rows buffered for a replaced table join its replacement. One
+    /// entry: e.g. rows recovered from dead letters become visible exactly when those
+    /// letters leave `dead_letters`, so no reader and no crash ever sees both or neither.
+    /// The buffer is emptied whether or not it succeeds.
+    pub fn commit_replacing(
+        &mut self,
+        replace: Vec<(Table, Vec<RecordBatch>)>,
+    ) -> Result<CommitStats, StoreError> {
+        let mut pending = std::mem::take(&mut self.pending);
+        let mut replaced: BTreeMap<Table, Vec<RecordBatch>> = BTreeMap::new();
+        for (table, batches) in replace {
+            let rows = replaced.entry(table).or_default();
+            for b in batches {
+                rows.push(self.conform(table, b)?);
+            }
+        }
+        for (table, rows) in replaced.iter_mut() {
+            rows.extend(pending.remove(table).unwrap_or_default());
+        }
+        let mut entry = self.new_entry("commit-replace");
+        let mut stats = CommitStats::default();
+        let mut files = Vec::new();
+        let staged = (|| {
+            for (table, batches) in &pending {
+                let tc = self.stage(*table, batches, true, &mut entry, &mut files)?;
+                stats.tables.insert(*table, tc);
+            }
+            for (table, batches) in &replaced {
+                let tc = self.stage(*table, batches, false, &mut entry, &mut files)?;
+                let old = self.store.state.segments_of(*table).map(|s| s.path.clone());
+                entry.remove.extend(old);
+                stats.tables.insert(*table, tc);
+            }
+            Ok::<(), StoreError>(())
+        })();
+        if let Err(e) = staged {
+            discard(&files);
+            return Err(e);
+        }
+        if entry.add.is_empty() && entry.remove.is_empty() {
+            return Ok(stats);
+        }
+        self.publish(&entry, &files)?;
+        stats.version = Some(entry.version);
+        Ok(stats)
+    }
+
     /// Merges the small segments of every partition that has at least two of them.
     pub fn compact(&mut self) -> Result<CompactStats, StoreError> {
         self.compact_partitions(2)

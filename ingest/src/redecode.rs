@@ -1,0 +1,699 @@
+//! Retrying `dead_letters` with today's decoders (the first half of `whyslow replay`): a
+//! letter whose payload now decodes with no rejection leaves `dead_letters` and its rows
+//! join `events`/`metrics`, in one store commit.
+//!
+//! Rules, per letter (a letter is always kept or moved whole, never split):
+//! - decoded into rows with no rejection: **moved** (rows appended, letter removed);
+//! - decoded into nothing with no rejection (today's decoder skips it by design, as
+//!   `whyslow ingest` would today): **removed** and counted as skipped — only when retried
+//!   with the format it recorded; a guessed format that reads nothing proves nothing;
+//! - rejected again: **kept**; with its recorded format, its `error` becomes today's reason
+//!   when that differs (the stale reason would send a reader after a fixed bug); with
+//!   another format (`retry_format`) it is kept exactly as it was;
+//! - rows *and* rejections: **kept as is** (moving it would lose the rejected part);
+//! - not retried, kept as is: a payload that was cut at the size cap (it is not the whole
+//!   record), one over the record limit, or a format name no decoder has.
+//!
+//! Exactly once: the recovered rows are appended and the letters removed in the same log
+//! entry ([`StoreWriter::commit_replacing`]), computed under the writer lock from the state
+//! that lock guards, so a crash leaves either both or neither; and the store drops
+//! appended rows it already holds (`events` by `event_id`, `metrics` by series and time),
+//! so rows someone re-ingested meanwhile are not duplicated either. A second run finds
+//! the moved letters gone and writes nothing.
+//!
+//! What a letter does not record is not known here: `--node`, `--cluster`, `--boot-time`
+//! and the like given at ingest time come from [`RedecodeOptions::hints`]; the file path
+//! (for formats that read meaning from it) comes from `source_ref` (`path:line`); the
+//! default time of records with none is the file's mtime if it still exists, else the
+//! letter's `ingest_time` (for Kafka letters, close to the message timestamp used then).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, BinaryArray, BooleanArray, RecordBatch, StringArray, StringBuilder,
+    TimestampNanosecondArray,
+};
+use arrow::compute::filter_record_batch;
+use whyslow_schemas::Table;
+
+use crate::decode::{Decoder, Format, Framing, Hints, MAX_RECORD_BYTES, Origin, Output};
+use crate::run::decoder_for;
+use crate::source::Input;
+use crate::store::{StoreError, StoreWriter, segment};
+
+/// What `whyslow replay` asks of the dead letters.
+#[derive(Debug, Clone, Default)]
+pub struct RedecodeOptions {
+    /// Decode every letter with this format instead of the one it recorded (a user who
+    /// ingested with the wrong `--format`); `None`: each with its own.
+    pub retry_format: Option<Format>,
+    /// What the command line says about records that do not say it themselves, as for
+    /// `whyslow ingest` (`path` is ignored: it comes from each letter's `source_ref`).
+    pub hints: Hints,
+}
+
+/// What a retry of the dead letters did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RedecodeSummary {
+    /// Dead letters read.
+    pub letters: u64,
+    /// Letters that now decode into rows: moved to `events`/`metrics`.
+    pub moved: u64,
+    /// Letters today's decoder skips by design (no rows, no rejection): removed.
+    pub skipped: u64,
+    /// Letters rejected again: kept.
+    pub still_failing: u64,
+    /// Of those, letters whose `error` now says today's reason.
+    pub reasons_updated: u64,
+    /// Letters that decode into rows and rejections: kept whole, as they were.
+    pub partial: u64,
+    /// Letters not retried (payload cut at the cap, over the record limit, unknown
+    /// format) or, with `retry_format`, read as nothing by that format: kept as they were.
+    pub not_retried: u64,
+    /// `events` rows written from moved letters.
+    pub events: u64,
+    /// `metrics` rows written from moved letters.
+    pub metrics: u64,
+    /// Rows of moved letters the store already held (not written again).
+    pub duplicates: u64,
+    /// The log version of the commit (`None`: nothing changed, nothing written).
+    pub version: Option<u64>,
+}
+
+impl RedecodeSummary {
+    /// Letters that left `dead_letters`.
+    pub fn removed(&self) -> u64 {
+        self.moved + self.skipped
+    }
+
+    /// Letters still in `dead_letters`.
+    pub fn kept(&self) -> u64 {
+        self.still_failing + self.partial + self.not_retried
+    }
+}
+
+/// Why the dead letters could not be retried.
+#[derive(Debug, thiserror::Error)]
+pub enum RedecodeError {
+    /// The store could not be opened, read or committed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A `dead_letters` segment lacks a column of the table's schema.
+    #[error("dead_letters segment {path}: column {column} is missing or not of type {expected}")]
+    Column {
+        /// The segment file.
+        path: PathBuf,
+        /// The column.
+        column: &'static str,
+        /// Its type in the schema.
+        expected: &'static str,
+    },
+    /// Arrow failed while rebuilding the kept letters of a segment.
+    #[error("dead_letters segment {path}: rebuilding the kept letters failed: {source}")]
+    Arrow {
+        /// The segment file.
+        path: PathBuf,
+        /// The arrow crate's error.
+        #[source]
+        source: arrow::error::ArrowError,
+    },
+    /// No decoder exists for the retry format.
+    #[error("cannot retry dead letters as {0}: no decoder for that format")]
+    NoDecoder(Format),
+}
+
+/// Where a dead letter came from, as its `source_ref` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceRef<'a> {
+    /// `path:line` (a file, or `-` for stdin).
+    File { path: &'a str, line: u64 },
+    /// `topic/partition/offset`.
+    Kafka {
+        topic: &'a str,
+        partition: i32,
+        offset: i64,
+    },
+    /// Anything else (kept verbatim).
+    Other(&'a str),
+}
+
+impl<'a> SourceRef<'a> {
+    /// Reads a `source_ref`. File refs end in `:<line>`, which no Kafka topic name can
+    /// (topics allow only `[a-zA-Z0-9._-]`), so a path with slashes is never taken for a
+    /// topic.
+    pub fn parse(s: &'a str) -> SourceRef<'a> {
+        if let Some((path, line)) = s.rsplit_once(':')
+            && !path.is_empty()
+            && let Ok(line) = line.parse::<u64>()
+        {
+            return SourceRef::File { path, line };
+        }
+        let mut parts = s.rsplitn(3, '/');
+        if let (Some(offset), Some(partition), Some(topic)) =
+            (parts.next(), parts.next(), parts.next())
+            && !topic.is_empty()
+            && let (Ok(partition), Ok(offset)) = (partition.parse(), offset.parse())
+        {
+            return SourceRef::Kafka {
+                topic,
+                partition,
+                offset,
+            };
+        }
+        SourceRef::Other(s)
+    }
+
+    /// The origin to decode the letter under (an unreadable ref becomes a file of that
+    /// name at line 0, so that reasons still name it).
+    pub fn origin(&self) -> Origin<'a> {
+        match *self {
+            SourceRef::File { path, line } => Origin::File { path, line },
+            SourceRef::Kafka {
+                topic,
+                partition,
+                offset,
+            } => Origin::Kafka {
+                topic,
+                partition,
+                offset,
+            },
+            SourceRef::Other(s) => Origin::File { path: s, line: 0 },
+        }
+    }
+}
+
+/// One dead letter as stored.
+#[derive(Debug, Clone, Copy)]
+pub struct Letter<'a> {
+    /// When it was stored (ns since the epoch).
+    pub ingest_time_ns: i64,
+    /// `file:line` or `topic/partition/offset`.
+    pub source_ref: &'a str,
+    /// The format name it was rejected by.
+    pub format: &'a str,
+    /// Why it was rejected.
+    pub error: &'a str,
+    /// The record, verbatim.
+    pub payload: &'a [u8],
+}
+
+/// What today's decoder makes of one dead letter.
+#[derive(Debug)]
+pub enum Attempt {
+    /// Rows and no rejection: the letter moves; its rows as `events` and `metrics` batches
+    /// (either may be empty).
+    Rows {
+        events: RecordBatch,
+        metrics: RecordBatch,
+    },
+    /// No rows and no rejection: skipped by design.
+    Skipped,
+    /// Rejected whole again, for this reason (the first one given).
+    Rejected { reason: String },
+    /// Rows and rejections: kept whole.
+    Partial,
+    /// Not retried, for this reason.
+    NotRetried(&'static str),
+}
+
+/// The marker the ingest runner puts in the reason of a record cut at the size cap.
+const CUT_MARKER: &str = "(payload cut to its first";
+
+/// Decodes one letter with a fresh decoder of `format` (`None`: the one it recorded), as
+/// one record of its origin; `base` are the caller's hints, `now_ns` the `ingest_time` of
+/// the rows it becomes.
+pub fn retry_letter(
+    letter: &Letter<'_>,
+    format: Option<Format>,
+    base: &Hints,
+    now_ns: i64,
+) -> Attempt {
+    if letter.error.contains(CUT_MARKER) {
+        return Attempt::NotRetried("its payload was cut at the size cap");
+    }
+    let format = match format {
+        Some(f) => f,
+        None => match letter.format.parse::<Format>() {
+            Ok(f) => f,
+            Err(_) => return Attempt::NotRetried("no decoder has its format"),
+        },
+    };
+    let Ok(mut decoder) = decoder_for(format) else {
+        return Attempt::NotRetried("no decoder has its format");
+    };
+    let source = SourceRef::parse(letter.source_ref);
+    if matches!(source, SourceRef::File { .. })
+        && decoder.framing() == Framing::Lines
+        && letter.payload.len() > MAX_RECORD_BYTES
+    {
+        return Attempt::NotRetried("it is over the record size limit");
+    }
+    let hints = letter_hints(&source, letter.ingest_time_ns, base);
+    let mut out = Output::new(now_ns);
+    decode_one(
+        decoder.as_mut(),
+        letter.payload,
+        &source.origin(),
+        &hints,
+        &mut out,
+    );
+    let rows = out.events.len() + out.metrics.len();
+    match (rows > 0, out.counts.rejected > 0) {
+        (true, true) => Attempt::Partial,
+        (true, false) => Attempt::Rows {
+            events: out.events.finish(),
+            metrics: out.metrics.finish(),
+        },
+        (false, false) => Attempt::Skipped,
+        (false, true) => Attempt::Rejected {
+            reason: first_error(&out.dead.finish()).unwrap_or_default(),
+        },
+    }
+}
+
+fn decode_one(
+    d: &mut dyn Decoder,
+    payload: &[u8],
+    origin: &Origin<'_>,
+    hints: &Hints,
+    out: &mut Output,
+) {
+    d.decode(payload, origin, hints, out);
+    d.finish(hints, out);
+}
+
+/// The hints of one letter: the caller's, plus the file path and a default time.
+fn letter_hints(source: &SourceRef<'_>, ingest_time_ns: i64, base: &Hints) -> Hints {
+    let mut hints = base.clone();
+    hints.path = None;
+    let mut default_time = None;
+    if let SourceRef::File { path, .. } = source
+        && *path != "-"
+    {
+        hints.path = Some(path.to_string());
+        default_time = Input::File(PathBuf::from(path)).modified_ns();
+    }
+    if hints.default_time_ns.is_none() {
+        hints.default_time_ns = Some(default_time.unwrap_or(ingest_time_ns));
+    }
+    hints
+}
+
+fn first_error(dead: &RecordBatch) -> Option<String> {
+    let errors = dead
+        .column_by_name("error")?
+        .as_any()
+        .downcast_ref::<StringArray>()?;
+    (!errors.is_empty()).then(|| errors.value(0).to_string())
+}
+
+/// The columns of one `dead_letters` batch.
+struct LetterColumns<'a> {
+    ingest_time: &'a TimestampNanosecondArray,
+    source_ref: &'a StringArray,
+    format: &'a StringArray,
+    error: &'a StringArray,
+    payload: &'a BinaryArray,
+}
+
+impl<'a> LetterColumns<'a> {
+    fn of(batch: &'a RecordBatch, path: &Path) -> Result<Self, RedecodeError> {
+        fn get<'b, T: 'static>(
+            b: &'b RecordBatch,
+            path: &Path,
+            column: &'static str,
+            expected: &'static str,
+        ) -> Result<&'b T, RedecodeError> {
+            b.column_by_name(column)
+                .and_then(|c| c.as_any().downcast_ref::<T>())
+                .ok_or_else(|| RedecodeError::Column {
+                    path: path.to_path_buf(),
+                    column,
+                    expected,
+                })
+        }
+        Ok(LetterColumns {
+            ingest_time: get(batch, path, "ingest_time", "timestamp")?,
+            source_ref: get(batch, path, "source_ref", "string")?,
+            format: get(batch, path, "format", "string")?,
+            error: get(batch, path, "error", "string")?,
+            payload: get(batch, path, "payload", "binary")?,
+        })
+    }
+
+    fn letter(&self, i: usize) -> Letter<'a> {
+        Letter {
+            ingest_time_ns: self.ingest_time.value(i),
+            source_ref: self.source_ref.value(i),
+            format: self.format.value(i),
+            error: self.error.value(i),
+            payload: self.payload.value(i),
+        }
+    }
+}
+
+/// Retries every dead letter of the store at `root` (opened for writing: fails if another
+/// writer holds it) and commits what changed.
+pub fn redecode_store(
+    root: &Path,
+    opts: &RedecodeOptions,
+) -> Result<RedecodeSummary, RedecodeError> {
+    let mut writer = StoreWriter::open(root)?;
+    redecode(&mut writer, opts)
+}
+
+/// Retries every dead letter `writer`'s store holds; when any letter moves, leaves or gets
+/// a new reason, appends the recovered rows and rewrites `dead_letters` without the
+/// letters that left, in one log entry. Writes nothing when nothing changed.
+pub fn redecode(
+    writer: &mut StoreWriter,
+    opts: &RedecodeOptions,
+) -> Result<RedecodeSummary, RedecodeError> {
+    if let Some(f) = opts.retry_format {
+        decoder_for(f).map_err(|_| RedecodeError::NoDecoder(f))?;
+    }
+    let now_ns = crate::time::now_ns();
+    let mut summary = RedecodeSummary::default();
+    let mut kept: Vec<RecordBatch> = Vec::new();
+    let mut recovered: Vec<(Table, RecordBatch)> = Vec::new();
+    let mut changed = false;
+    for seg in writer.store().segments(Table::DeadLetters) {
+        for batch in segment::read_parquet(&seg.path)? {
+            let cols = LetterColumns::of(&batch, &seg.path)?;
+            let mut keep = Vec::with_capacity(batch.num_rows());
+            let mut errors = StringBuilder::new();
+            for i in 0..batch.num_rows() {
+                let letter = cols.letter(i);
+                summary.letters += 1;
+                let mut error = letter.error;
+                let reason;
+                let stays = match retry_letter(&letter, opts.retry_format, &opts.hints, now_ns) {
+                    Attempt::Rows { events, metrics } => {
+                        summary.moved += 1;
+                        recovered.push((Table::Events, events));
+                        recovered.push((Table::Metrics, metrics));
+                        false
+                    }
+                    Attempt::Skipped if opts.retry_format.is_none() => {
+                        summary.skipped += 1;
+                        false
+                    }
+                    Attempt::Skipped => {
+                        summary.not_retried += 1;
+                        true
+                    }
+                    Attempt::Rejected { reason: r } => {
+                        summary.still_failing += 1;
+                        reason = r;
+                        if opts.retry_format.is_none() && !reason.is_empty() && reason != error {
+                            summary.reasons_updated += 1;
+                            error = &reason;
+                            changed = true;
+                        }
+                        true
+                    }
+                    Attempt::Partial => {
+                        summary.partial += 1;
+                        true
+                    }
+                    Attempt::NotRetried(why) => {
+                        tracing::debug!(
+                            source_ref = letter.source_ref,
+                            why,
+                            "dead letter not retried"
+                        );
+                        summary.not_retried += 1;
+                        true
+                    }
+                };
+                changed |= !stays;
+                keep.push(stays);
+                errors.append_value(error);
+            }
+            kept.push(rebuild(&batch, errors.finish(), keep, &seg.path)?);
+        }
+    }
+    if !changed {
+        return Ok(summary);
+    }
+    for (table, rows) in recovered {
+        writer.append(table, rows)?;
+    }
+    kept.retain(|b| b.num_rows() > 0);
+    let stats = writer.commit_replacing(vec![(Table::DeadLetters, kept)])?;
+    for (table, t) in &stats.tables {
+        match table {
+            Table::Events => summary.events += t.written,
+            Table::Metrics => summary.metrics += t.written,
+            _ => continue,
+        }
+        summary.duplicates += t.duplicates;
+    }
+    summary.version = stats.version;
+    Ok(summary)
+}
+
+/// The kept rows of `batch`, with `errors` as their `error` column.
+fn rebuild(
+    batch: &RecordBatch,
+    errors: StringArray,
+    keep: Vec<bool>,
+    path: &Path,
+) -> Result<RecordBatch, RedecodeError> {
+    let arrow = |source| RedecodeError::Arrow {
+        path: path.to_path_buf(),
+        source,
+    };
+    let schema = batch.schema();
+    let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+    let idx = schema.index_of("error").map_err(arrow)?;
+    columns[idx] = Arc::new(errors);
+    let with_reasons = RecordBatch::try_new(schema, columns).map_err(arrow)?;
+    filter_record_batch(&with_reasons, &BooleanArray::from(keep)).map_err(arrow)
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow::array::AsArray;
+    use whyslow_schemas::DeadLetterBuilder;
+
+    use super::*;
+    use crate::store::Store;
+
+    const XID: &str = "2024-11-15T12:02:03,470068+00:00 NVRM: Xid (PCI:0000:19:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at physAddr 0x12bac1c3e0 partition 2, subpartition 1.";
+    const RAW_XID: &str = "4,3974,227986678,-;NVRM: Xid (PCI:0000:19:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at physAddr 0x12bac1c3e0 partition 2, subpartition 1.";
+    const STEP: &str = "2026-11-29T10:06:00.200000000Z stdout F step: 20  loss: 11.83506  grad_norm:  9.6669  memory: 48.87GiB(51.44%)  tps: 4,376  tflops: 253.41  mfu: 25.62%";
+    const POD_LOG: &str =
+        "/var/log/pods/llm_finetune-0-abcde_5d5626d4-f0d1-46c7-be99-adea03bbfbee/trainer/0.log";
+
+    fn letter<'a>(source_ref: &'a str, format: &'a str, payload: &'a [u8]) -> Letter<'a> {
+        Letter {
+            ingest_time_ns: 1_795_910_400_000_000_000,
+            source_ref,
+            format,
+            error: "an older decoder's reason",
+            payload,
+        }
+    }
+
+    #[test]
+    fn source_refs() {
+        assert_eq!(
+            SourceRef::parse("/a/b:c/node-1.log:17"),
+            SourceRef::File {
+                path: "/a/b:c/node-1.log",
+                line: 17
+            }
+        );
+        assert_eq!(
+            SourceRef::parse("-:3"),
+            SourceRef::File { path: "-", line: 3 }
+        );
+        assert_eq!(
+            SourceRef::parse("k8s.events/2/1044"),
+            SourceRef::Kafka {
+                topic: "k8s.events",
+                partition: 2,
+                offset: 1044
+            }
+        );
+        assert_eq!(
+            SourceRef::parse("logs/3/5:9"),
+            SourceRef::File {
+                path: "logs/3/5",
+                line: 9
+            }
+        );
+        for other in ["", ":4", "/1/2", "topic/x/3", "file.log", "a:b"] {
+            assert_eq!(SourceRef::parse(other), SourceRef::Other(other), "{other}");
+        }
+    }
+
+    #[test]
+    fn a_kernel_line_today_decodes_into_an_xid_event() {
+        let l = letter("/var/log/node-7.log:12", "kmsg", XID.as_bytes());
+        let Attempt::Rows { events, metrics } = retry_letter(&l, None, &Hints::default(), 5) else {
+            panic!("not moved");
+        };
+        assert_eq!(metrics.num_rows(), 0);
+        assert_eq!(events.num_rows(), 1);
+        let kind = events.column_by_name("kind").unwrap().as_string::<i32>();
+        assert_eq!(kind.value(0), "xid");
+        // The node comes from the file name in source_ref, as `whyslow ingest` names it.
+        let node = events.column_by_name("node").unwrap().as_string::<i32>();
+        assert_eq!(node.value(0), "node-7");
+        let ingest = events.column_by_name("ingest_time").unwrap();
+        let ingest = ingest.as_primitive::<arrow::datatypes::TimestampNanosecondType>();
+        assert_eq!(ingest.value(0), 5);
+    }
+
+    #[test]
+    fn a_boot_relative_line_needs_the_boot_time_hint() {
+        let l = letter("node-7.kmsg:1", "kmsg", RAW_XID.as_bytes());
+        let Attempt::Rejected { reason } = retry_letter(&l, None, &Hints::default(), 5) else {
+            panic!("a boot-relative Xid without a boot time must be rejected");
+        };
+        assert!(reason.contains("boot"), "{reason}");
+        let hints = Hints {
+            boot_time_ns: Some(1_795_910_400_000_000_000),
+            ..Hints::default()
+        };
+        let Attempt::Rows { events, .. } = retry_letter(&l, None, &hints, 5) else {
+            panic!("not moved with --boot-time");
+        };
+        let t = events.column_by_name("time").unwrap();
+        let t = t.as_primitive::<arrow::datatypes::TimestampNanosecondType>();
+        assert_eq!(t.value(0), 1_795_910_400_000_000_000 + 227_986_678_000);
+    }
+
+    #[test]
+    fn the_pod_of_a_container_log_comes_from_the_path_in_source_ref() {
+        let r = format!("{POD_LOG}:4");
+        let l = letter(&r, "container-log", STEP.as_bytes());
+        let Attempt::Rows { metrics, .. } = retry_letter(&l, None, &Hints::default(), 5) else {
+            panic!("not moved");
+        };
+        assert!(metrics.num_rows() > 0);
+        let pod = metrics.column_by_name("pod").unwrap().as_string::<i32>();
+        let ns = metrics
+            .column_by_name("namespace")
+            .unwrap()
+            .as_string::<i32>();
+        for i in 0..metrics.num_rows() {
+            assert_eq!(pod.value(i), "finetune-0-abcde");
+            assert_eq!(ns.value(i), "llm");
+        }
+    }
+
+    #[test]
+    fn cut_unknown_and_wrong_format_letters() {
+        let mut l = letter("a.log:1", "kmsg", XID.as_bytes());
+        l.error = "record of 70000000 bytes is over the limit of 8388608 bytes (payload cut to its first 67108864 bytes)";
+        assert!(matches!(
+            retry_letter(&l, None, &Hints::default(), 5),
+            Attempt::NotRetried(_)
+        ));
+        let l = letter("a.log:1", "syslog-ng", XID.as_bytes());
+        assert!(matches!(
+            retry_letter(&l, None, &Hints::default(), 5),
+            Attempt::NotRetried(_)
+        ));
+        // Ingested with the wrong --format: envelope rejects a kernel line, auto reads it.
+        let l = letter("node-3.log:1", "envelope", XID.as_bytes());
+        assert!(matches!(
+            retry_letter(&l, None, &Hints::default(), 5),
+            Attempt::Rejected { .. }
+        ));
+        assert!(matches!(
+            retry_letter(&l, Some(Format::Auto), &Hints::default(), 5),
+            Attempt::Rows { .. }
+        ));
+    }
+
+    fn dead_letters(rows: &[(&str, &str, &[u8])]) -> RecordBatch {
+        let mut b = DeadLetterBuilder::new(1_795_910_400_000_000_000);
+        for (r, f, p) in rows {
+            b.append(r, f, "an older decoder's reason", p);
+        }
+        b.finish()
+    }
+
+    #[test]
+    fn moved_letters_leave_once_and_the_rest_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let garbage = b"\xff\xfe not a kernel line";
+        {
+            let mut w = StoreWriter::open(dir.path()).unwrap();
+            w.append(
+                Table::DeadLetters,
+                dead_letters(&[
+                    ("node-7.log:12", "kmsg", XID.as_bytes()),
+                    ("node-7.kmsg:1", "kmsg", RAW_XID.as_bytes()),
+                    ("node-7.log:13", "kmsg", garbage),
+                ]),
+            )
+            .unwrap();
+            w.commit(&[]).unwrap();
+        }
+        let s = redecode_store(dir.path(), &RedecodeOptions::default()).unwrap();
+        assert_eq!(s.letters, 3);
+        assert_eq!(
+            (s.moved, s.still_failing, s.events, s.metrics),
+            (1, 2, 1, 0)
+        );
+        // Both stale reasons are replaced by today's.
+        assert_eq!(s.reasons_updated, 2);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.rows(Table::Events), 1);
+        assert_eq!(store.rows(Table::DeadLetters), 2);
+        let version = store.version();
+
+        let again = redecode_store(dir.path(), &RedecodeOptions::default()).unwrap();
+        assert_eq!(
+            (again.letters, again.moved, again.reasons_updated),
+            (2, 0, 0)
+        );
+        assert_eq!(again.version, None);
+        assert_eq!(Store::open(dir.path()).unwrap().version(), version);
+
+        // With the boot time the raw line moves too; the garbage stays.
+        let opts = RedecodeOptions {
+            hints: Hints {
+                boot_time_ns: Some(1_795_910_400_000_000_000),
+                ..Hints::default()
+            },
+            ..RedecodeOptions::default()
+        };
+        let s = redecode_store(dir.path(), &opts).unwrap();
+        assert_eq!((s.moved, s.still_failing, s.events), (1, 1, 1));
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.rows(Table::Events), 2);
+        assert_eq!(store.rows(Table::DeadLetters), 1);
+    }
+
+    #[test]
+    fn rows_the_store_already_holds_are_not_written_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let l = letter("node-7.log:12", "kmsg", XID.as_bytes());
+        let Attempt::Rows { events, .. } = retry_letter(&l, None, &Hints::default(), 5) else {
+            panic!("not moved");
+        };
+        {
+            // As if the fixed file had been ingested again before the replay.
+            let mut w = StoreWriter::open(dir.path()).unwrap();
+            w.append(Table::Events, events).unwrap();
+            w.append(
+                Table::DeadLetters,
+                dead_letters(&[("node-7.log:12", "kmsg", XID.as_bytes())]),
+            )
+            .unwrap();
+            w.commit(&[]).unwrap();
+        }
+        let s = redecode_store(dir.path(), &RedecodeOptions::default()).unwrap();
+        assert_eq!((s.moved, s.events, s.duplicates), (1, 0, 1));
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.rows(Table::Events), 1);
+        assert_eq!(store.rows(Table::DeadLetters), 0);
+    }
+}
