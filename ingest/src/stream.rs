@@ -8,7 +8,7 @@ pub mod telemetry;
 mod worker;
 
 pub use batch::{Accepted, Message, MicroBatch};
-pub use incidents::{CommitHook, Incident, IncidentPublisher};
+pub use incidents::{CommitObserver, Committed, Incident, IncidentPublisher};
 pub use options::{OptionError, StreamOptions, TopicSpec, parse_duration};
 pub use worker::{StreamSummary, run};
 

@@ -125,6 +125,28 @@ static CAUSES: LazyLock<SchemaRef> = LazyLock::new(|| {
     ]))
 });
 
+static INCIDENTS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        ts("published_at", false),
+        s("incident_id", false),
+        Field::new("revision", DataType::Int64, false),
+        s("status", false),
+        s("slowdown_id", false),
+        s("namespace", true),
+        s("workload", true),
+        s("run_id", true),
+        s("kind", false),
+        s("cause", true),
+        Field::new("confidence", DataType::Float64, true),
+        Field::new("lost_seconds", DataType::Float64, false),
+        ts("start", false),
+        ts("end", false),
+        Field::new("ongoing", DataType::Boolean, false),
+        ts("evidence_arrived_at", true),
+        s("json", false),
+    ]))
+});
+
 /// A table of the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Table {
@@ -138,16 +160,20 @@ pub enum Table {
     Slowdowns,
     /// Candidate causes per slowdown (derived).
     Causes,
+    /// Every revision of every incident the live analyzers published (history: kept, not
+    /// rebuilt by replay).
+    Incidents,
 }
 
 impl Table {
     /// Every table, raw ones first.
-    pub const ALL: [Table; 5] = [
+    pub const ALL: [Table; 6] = [
         Table::Events,
         Table::Metrics,
         Table::DeadLetters,
         Table::Slowdowns,
         Table::Causes,
+        Table::Incidents,
     ];
 
     /// The SQL name of the table.
@@ -158,6 +184,7 @@ impl Table {
             Table::DeadLetters => "dead_letters",
             Table::Slowdowns => "slowdowns",
             Table::Causes => "causes",
+            Table::Incidents => "incidents",
         }
     }
 
@@ -169,6 +196,7 @@ impl Table {
             Table::DeadLetters => DEAD_LETTERS.clone(),
             Table::Slowdowns => SLOWDOWNS.clone(),
             Table::Causes => CAUSES.clone(),
+            Table::Incidents => INCIDENTS.clone(),
         }
     }
 
@@ -179,6 +207,7 @@ impl Table {
             Table::DeadLetters => Some("ingest_time"),
             Table::Slowdowns => Some("start"),
             Table::Causes => None,
+            Table::Incidents => Some("published_at"),
         }
     }
 

@@ -24,7 +24,7 @@ impl TableRows {
             Table::Events => self.events += n,
             Table::Metrics => self.metrics += n,
             Table::DeadLetters => self.dead_letters += n,
-            Table::Slowdowns | Table::Causes => {}
+            Table::Slowdowns | Table::Causes | Table::Incidents => {}
         }
     }
 

@@ -170,6 +170,20 @@ pub fn row_keys(table: Table, batch: &RecordBatch) -> Result<Vec<Key>, MissingCo
                 });
             }
         }
+        Table::Incidents => {
+            let t = times(batch, "published_at")?;
+            let id = col::<StringArray>(batch, "incident_id")?;
+            let revision = col::<Int64Array>(batch, "revision")?;
+            for (i, &lead) in t.iter().enumerate().take(n) {
+                f.0.clear();
+                f.str(Some(id.value(i)));
+                f.int(Some(revision.value(i)));
+                out.push(Key {
+                    lead,
+                    hash: xxh3_64(&f.0),
+                });
+            }
+        }
         Table::Causes => {
             let id = col::<StringArray>(batch, "slowdown_id")?;
             let rank = col::<Int32Array>(batch, "rank")?;

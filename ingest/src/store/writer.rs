@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
 use arrow::compute::interleave_record_batch;
@@ -115,6 +115,20 @@ impl StoreWriter {
     /// Opens (creating if needed) the store at `root` for writing with default options.
     pub fn open(root: &Path) -> Result<StoreWriter, StoreError> {
         StoreWriter::open_with(root, WriterOptions::default())
+    }
+
+    /// Opens the writer like `open`, waiting up to `patience` while another process (a
+    /// second stream worker, the live analyzers) holds the lock for its commit.
+    pub fn open_waiting(root: &Path, patience: Duration) -> Result<StoreWriter, StoreError> {
+        let deadline = Instant::now() + patience;
+        loop {
+            match StoreWriter::open(root) {
+                Err(StoreError::Locked { .. }) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Opens the store for writing: takes the writer lock, then deletes what a crashed

@@ -43,6 +43,8 @@ pub struct MicroBatch {
     pending: BTreeMap<(String, i32), i64>,
     bytes: usize,
     started: Option<Instant>,
+    /// Kafka timestamps (ms) of the oldest and newest message since the last flush.
+    arrivals: Option<(i64, i64)>,
 }
 
 /// The flushed contents of a micro-batch.
@@ -51,6 +53,9 @@ pub struct Flushed {
     pub offsets: BTreeMap<(String, i32), i64>,
     pub rejected: u64,
     pub records: u64,
+    /// Kafka timestamps (ms since the epoch) of the oldest and newest message in the
+    /// batch: when the evidence it carries arrived, at the latest and at the earliest.
+    pub arrivals: Option<(i64, i64)>,
 }
 
 impl MicroBatch {
@@ -70,6 +75,7 @@ impl MicroBatch {
             pending: BTreeMap::new(),
             bytes: 0,
             started: None,
+            arrivals: None,
         }
     }
 
@@ -119,6 +125,10 @@ impl MicroBatch {
         };
         let payload = m.payload.unwrap_or_default();
         self.bytes += payload.len();
+        if let Some(t) = m.timestamp_ms {
+            let (lo, hi) = self.arrivals.get_or_insert((t, t));
+            (*lo, *hi) = ((*lo).min(t), (*hi).max(t));
+        }
         self.pending
             .insert((m.topic.to_string(), m.partition), m.offset + 1);
         if m.payload.is_none() {
@@ -205,6 +215,7 @@ impl MicroBatch {
             offsets: std::mem::take(&mut self.pending),
             rejected: counts.rejected,
             records: counts.records,
+            arrivals: self.arrivals.take(),
         }
     }
 }

@@ -1,5 +1,6 @@
-//! Incidents out: what the analyzers conclude after a commit is produced to
-//! `--incidents-topic` as JSON (the report contract's slowdown objects).
+//! Incidents out: the worker tells a commit observer (the live analyzers) about every
+//! store commit, and what they conclude is produced to `--incidents-topic` as JSON (the
+//! report contract's slowdown objects).
 
 use std::time::Duration;
 
@@ -20,9 +21,26 @@ pub struct Incident {
     pub json: String,
 }
 
-/// Called after every committed micro-batch with the store as it now is; returns the
-/// incidents that opened or changed.
-pub type CommitHook = Box<dyn FnMut(&Store) -> Vec<Incident> + Send>;
+/// What one store commit of the worker held.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Committed {
+    /// Rows the commit added (duplicates excluded).
+    pub rows_written: u64,
+    /// Kafka timestamps (ms since the epoch) of the oldest and newest message the commit
+    /// holds: its evidence arrived between the two.
+    pub arrivals: Option<(i64, i64)>,
+}
+
+/// Told about every commit of the worker. `committed` runs on the ingest path (inside
+/// the poll loop or a rebalance callback), so it must only note the commit and return:
+/// analysis belongs on the observer's own thread.
+pub trait CommitObserver: Send {
+    /// A micro-batch is now durable in `store`.
+    fn committed(&mut self, store: &Store, commit: &Committed);
+    /// The worker made its last commit and is stopping: finish what is pending (may
+    /// block until done).
+    fn finish(&mut self) {}
+}
 
 /// Logs deliveries that failed after librdkafka's own retries.
 pub struct DeliveryLog;

@@ -63,8 +63,6 @@ pub struct StreamOptions {
     pub group: String,
     /// Topics and their formats.
     pub topics: Vec<TopicSpec>,
-    /// Where incidents are published, if anywhere.
-    pub incidents_topic: Option<String>,
     /// Flush a micro-batch at least this often.
     pub flush_interval: Duration,
     /// Flush a micro-batch when it holds this many rows.
@@ -87,7 +85,6 @@ impl StreamOptions {
             brokers: brokers.to_string(),
             group: group.to_string(),
             topics,
-            incidents_topic: None,
             flush_interval: Duration::from_secs(1),
             max_batch_rows: 100_000,
             max_batch_bytes: 64 * 1024 * 1024,

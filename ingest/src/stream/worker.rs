@@ -22,7 +22,7 @@ use tracing::{error, info, warn};
 
 use super::StreamError;
 use super::batch::{Accepted, Message, MicroBatch};
-use super::incidents::{CommitHook, IncidentPublisher};
+use super::incidents::{CommitObserver, Committed};
 use super::options::StreamOptions;
 use super::telemetry::{PartitionLabels, Telemetry, TopicLabels};
 use crate::decode::{Decoder, Format};
@@ -48,8 +48,7 @@ struct Pipeline {
     stored: BTreeMap<(String, i32), i64>,
     summary: StreamSummary,
     telemetry: Arc<Telemetry>,
-    hook: Option<CommitHook>,
-    publisher: Option<IncidentPublisher>,
+    observer: Option<Box<dyn CommitObserver>>,
 }
 
 impl Pipeline {
@@ -93,13 +92,12 @@ impl Pipeline {
             let _ = tpl.add_partition_offset(&topic, partition, Offset::Offset(next));
         }
         self.telemetry.observe_batch(started.elapsed());
-        if let Some(hook) = self.hook.as_mut() {
-            let incidents = hook(writer.store());
-            if let Some(p) = self.publisher.as_ref() {
-                for i in incidents {
-                    p.publish(&i);
-                }
-            }
+        if let Some(observer) = self.observer.as_mut() {
+            let commit = Committed {
+                rows_written: written,
+                arrivals: flushed.arrivals,
+            };
+            observer.committed(writer.store(), &commit);
         }
         Ok(Some(tpl))
     }
@@ -219,11 +217,11 @@ impl ConsumerContext for WorkerContext {
 }
 
 /// Runs a worker until `shutdown` resolves (SIGINT/SIGTERM in the binary), then flushes,
-/// commits and returns what it did.
+/// commits, lets the observer finish and returns what it did.
 pub async fn run(
     opts: StreamOptions,
     make_decoder: fn(Format) -> Option<Box<dyn Decoder>>,
-    hook: Option<CommitHook>,
+    observer: Option<Box<dyn CommitObserver>>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<StreamSummary, StreamError> {
     let telemetry = Telemetry::new();
@@ -247,22 +245,13 @@ pub async fn run(
         .iter()
         .map(|t| (t.name.clone(), t.format))
         .collect();
-    let publisher = match &opts.incidents_topic {
-        Some(topic) => Some(IncidentPublisher::new(
-            &opts.brokers,
-            topic,
-            &opts.kafka_config,
-        )?),
-        None => None,
-    };
     let pipeline = Arc::new(Mutex::new(Pipeline {
         root: opts.store.clone(),
         batch: MicroBatch::new(topic_formats, make_decoder, now_ns),
         stored,
         summary: StreamSummary::default(),
         telemetry: telemetry.clone(),
-        hook,
-        publisher,
+        observer,
     }));
     let health = Arc::new(Mutex::new(Health::default()));
     let failure = Arc::new(Mutex::new(None));
@@ -394,23 +383,21 @@ pub async fn run(
     if let Some(s) = metrics_server {
         s.abort();
     }
+    // The observer finishes even when the worker failed: what was committed is analyzed.
+    let observer = lock(&pipeline).observer.take();
+    if let Some(mut o) = observer {
+        o.finish();
+    }
     result?;
     final_flush?;
     let summary = lock(&pipeline).summary;
     Ok(summary)
 }
 
-/// Opens the store's writer, waiting while another worker holds it for a commit.
+/// Opens the store's writer, waiting while another worker (or the live analyzers) holds
+/// it for a commit.
 fn open_writer_taking_turns(root: &Path) -> Result<StoreWriter, StoreError> {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        match StoreWriter::open(root) {
-            Err(StoreError::Locked { .. }) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            other => return other,
-        }
-    }
+    StoreWriter::open_waiting(root, Duration::from_secs(120))
 }
 
 /// Records that the broker failed; the first failure of an outage is said on stderr.

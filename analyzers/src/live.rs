@@ -1,0 +1,10 @@
+//! Streaming verdicts: the analyzers run after each committed batch of `whyslow stream`
+//! and publish incidents that open, change and end as evidence arrives.
+
+pub mod hook;
+pub mod message;
+pub mod runner;
+pub mod tracker;
+
+pub use runner::{LiveAnalyzer, LiveOptions, LiveSummary};
+pub use tracker::{Revision, Sighting, Status, Tracker};

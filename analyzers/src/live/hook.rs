@@ -1,0 +1,166 @@
+//! `--on-incident CMD`: runs a user's command with an incident's JSON on stdin, on a
+//! thread of its own, so a slow or failing command never holds up ingest or analysis.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tracing::{info, warn};
+
+/// Incidents waiting for the command beyond this many are dropped (and logged).
+const QUEUE: usize = 256;
+
+/// One run of the command.
+#[derive(Debug, Clone)]
+pub struct HookCall {
+    pub incident_id: String,
+    pub status: String,
+    pub cause: String,
+    pub json: String,
+}
+
+/// Runs the command for each call, one at a time, in order.
+pub struct HookRunner {
+    tx: Option<SyncSender<HookCall>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl HookRunner {
+    /// Starts the runner for `command` (run with `sh -c`); each run may take up to
+    /// `timeout` before it is killed.
+    pub fn start(command: String, timeout: Duration) -> HookRunner {
+        let (tx, rx) = mpsc::sync_channel(QUEUE);
+        let thread = std::thread::Builder::new()
+            .name("on-incident".into())
+            .spawn(move || serve(&command, timeout, rx))
+            .ok();
+        if thread.is_none() {
+            warn!("Could not start the --on-incident thread; the command will not run.");
+        }
+        HookRunner {
+            tx: Some(tx),
+            thread,
+        }
+    }
+
+    /// Queues a run; never blocks.
+    pub fn call(&self, call: HookCall) {
+        let Some(tx) = &self.tx else { return };
+        match tx.try_send(call) {
+            Ok(()) => {}
+            Err(TrySendError::Full(c)) => warn!(
+                incident = %c.incident_id,
+                "The --on-incident command is {QUEUE} incidents behind; this one is skipped."
+            ),
+            Err(TrySendError::Disconnected(_)) => {}
+        }
+    }
+
+    /// Waits for the queued runs to finish.
+    pub fn finish(&mut self) {
+        self.tx.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for HookRunner {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+fn serve(command: &str, timeout: Duration, rx: Receiver<HookCall>) {
+    for call in rx {
+        match run_once(command, &call, timeout) {
+            Ok(()) => info!(incident = %call.incident_id, "--on-incident command done."),
+            Err(why) => warn!(
+                incident = %call.incident_id,
+                "The --on-incident command failed: {why}."
+            ),
+        }
+    }
+}
+
+/// Runs the command once with the incident on stdin; the error says what went wrong.
+fn run_once(command: &str, call: &HookCall, timeout: Duration) -> Result<(), String> {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .env("WHYSLOW_INCIDENT_ID", &call.incident_id)
+        .env("WHYSLOW_INCIDENT_STATUS", &call.status)
+        .env("WHYSLOW_INCIDENT_CAUSE", &call.cause)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start `sh -c {command}`: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A command that does not read its input is not an error.
+        let _ = stdin.write_all(call.json.as_bytes());
+        let _ = stdin.write_all(b"\n");
+    }
+    let deadline = Instant::now() + timeout;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return Ok(()),
+            Ok(Some(status)) => return Err(format!("it exited with {status}")),
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("it ran longer than {timeout:?} and was killed"));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(format!("waiting for it failed: {e}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str) -> HookCall {
+        HookCall {
+            incident_id: id.into(),
+            status: "opened".into(),
+            cause: "orchestrator.preemption".into(),
+            json: format!("{{\"incident_id\":\"{id}\"}}"),
+        }
+    }
+
+    #[test]
+    fn the_command_gets_the_json_on_stdin_and_the_ids_in_its_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("got");
+        let cmd = format!(
+            "cat >> {p}; echo \"$WHYSLOW_INCIDENT_STATUS $WHYSLOW_INCIDENT_CAUSE\" >> {p}",
+            p = out.display()
+        );
+        let mut h = HookRunner::start(cmd, Duration::from_secs(10));
+        h.call(call("a"));
+        h.call(call("b"));
+        h.finish();
+        let got = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(
+            got,
+            "{\"incident_id\":\"a\"}\nopened orchestrator.preemption\n\
+             {\"incident_id\":\"b\"}\nopened orchestrator.preemption\n"
+        );
+    }
+
+    #[test]
+    fn failures_and_hangs_are_reported_not_fatal() {
+        assert!(
+            run_once("exit 3", &call("a"), Duration::from_secs(5))
+                .unwrap_err()
+                .contains("exit status: 3")
+        );
+        let started = Instant::now();
+        let e = run_once("sleep 30", &call("a"), Duration::from_millis(200)).unwrap_err();
+        assert!(e.contains("killed"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+}

@@ -1,0 +1,285 @@
+//! The live analyzer of `whyslow stream`: after each committed micro-batch it analyzes
+//! the recent window of the store on its own thread (commits that land meanwhile are
+//! taken together), turns the result into incident revisions, appends them to the
+//! `incidents` table and publishes them (Kafka, `--on-incident`).
+
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use chrono::Utc;
+use tracing::{debug, info, warn};
+use whyslow_ingest::store::{Store, StoreWriter};
+use whyslow_ingest::stream::{CommitObserver, Committed, Incident, IncidentPublisher};
+use whyslow_schemas::Table;
+
+use super::hook::{HookCall, HookRunner};
+use super::message::{Outgoing, incidents_batch};
+use super::tracker::{Sighting, Tracker};
+use crate::analyze::{Selection, analyze};
+use crate::symptoms::DetectorConfig;
+use crate::{AnalyzeError, Result};
+
+/// How the live analyzer runs.
+pub struct LiveOptions {
+    pub store: PathBuf,
+    /// How far back from the newest data each analysis looks.
+    pub window: Duration,
+    /// Where revisions are produced, if anywhere.
+    pub publisher: Option<IncidentPublisher>,
+    /// A command run with the JSON of each incident that opens or changes verdict.
+    pub on_incident: Option<String>,
+    /// How long the command may run.
+    pub on_incident_timeout: Duration,
+    pub detectors: DetectorConfig,
+}
+
+impl LiveOptions {
+    /// Defaults: a 24 h window, nothing published but the `incidents` table.
+    pub fn new(store: PathBuf) -> Self {
+        LiveOptions {
+            store,
+            window: Duration::from_secs(24 * 3600),
+            publisher: None,
+            on_incident: None,
+            on_incident_timeout: Duration::from_secs(60),
+            detectors: DetectorConfig::default(),
+        }
+    }
+}
+
+/// What the live analyzer did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LiveSummary {
+    pub analyses: u64,
+    pub failed_analyses: u64,
+    pub revisions: u64,
+}
+
+/// A commit observer that runs the analyzers on a thread of its own.
+pub struct LiveAnalyzer {
+    tx: Option<Sender<Option<(i64, i64)>>>,
+    thread: Option<JoinHandle<LiveSummary>>,
+    summary: LiveSummary,
+}
+
+impl LiveAnalyzer {
+    /// Starts the analyzer thread.
+    pub fn start(opts: LiveOptions) -> Result<LiveAnalyzer> {
+        let (tx, rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("live-analyzer".into())
+            .spawn(move || serve(opts, rx))
+            .map_err(|e| AnalyzeError::Usage(format!("cannot start the live analyzer: {e}")))?;
+        Ok(LiveAnalyzer {
+            tx: Some(tx),
+            thread: Some(thread),
+            summary: LiveSummary::default(),
+        })
+    }
+
+    /// Waits for the pending analyses, publishes the final state of every incident and
+    /// stops; returns what was done.
+    pub fn stop(&mut self) -> LiveSummary {
+        self.tx.take();
+        if let Some(t) = self.thread.take() {
+            match t.join() {
+                Ok(s) => self.summary = s,
+                Err(_) => warn!("The live analyzer thread panicked."),
+            }
+        }
+        self.summary
+    }
+}
+
+impl CommitObserver for LiveAnalyzer {
+    fn committed(&mut self, _store: &Store, commit: &Committed) {
+        if let Some(tx) = &self.tx {
+            // The thread only stops after `stop`, so sending cannot fail before it.
+            let _ = tx.send(commit.arrivals);
+        }
+    }
+
+    fn finish(&mut self) {
+        self.stop();
+    }
+}
+
+impl Drop for LiveAnalyzer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The analyzer thread: one analysis per wake-up, however many commits it covers.
+fn serve(opts: LiveOptions, rx: Receiver<Option<(i64, i64)>>) -> LiveSummary {
+    let mut summary = LiveSummary::default();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            warn!("The live analyzer cannot start a runtime: {e}; no incidents.");
+            return summary;
+        }
+    };
+    let mut hook = opts
+        .on_incident
+        .clone()
+        .map(|c| HookRunner::start(c, opts.on_incident_timeout));
+    let mut tracker = Tracker::new();
+    while let Ok(first) = rx.recv() {
+        let mut earliest = first.map(|a| a.0);
+        while let Ok(more) = rx.try_recv() {
+            if let Some((lo, _)) = more {
+                earliest = Some(earliest.map_or(lo, |e| e.min(lo)));
+            }
+        }
+        summary.analyses += 1;
+        let revisions = match runtime.block_on(analyze_window(&opts)) {
+            Ok(Some((sightings, from, truncated))) => tracker.observe(sightings, from, truncated),
+            Ok(None) => Vec::new(),
+            Err(e) => {
+                summary.failed_analyses += 1;
+                warn!("A live analysis failed: {e}.");
+                continue;
+            }
+        };
+        let arrived = earliest.and_then(|ms| ms.checked_mul(1_000_000));
+        summary.revisions += emit(&opts, hook.as_ref(), revisions, arrived);
+    }
+    summary.revisions += emit(&opts, hook.as_ref(), tracker.settle(), None);
+    if let Some(h) = hook.as_mut() {
+        h.finish();
+    }
+    if let Some(p) = &opts.publisher {
+        p.flush(Duration::from_secs(10));
+    }
+    info!(
+        analyses = summary.analyses,
+        revisions = summary.revisions,
+        "Live analyzer stopped."
+    );
+    summary
+}
+
+type Window = (Vec<Sighting>, i64, bool);
+
+/// Analyzes the last `opts.window` of data; `None` when the store holds no data yet.
+async fn analyze_window(opts: &LiveOptions) -> Result<Option<Window>> {
+    let store_err = |e: &dyn std::fmt::Display| AnalyzeError::Store {
+        path: opts.store.display().to_string(),
+        detail: e.to_string(),
+    };
+    let store = Store::open(&opts.store).map_err(|e| store_err(&e))?;
+    let Some((first, last)) = data_extent(&store) else {
+        return Ok(None);
+    };
+    let window_ns = i64::try_from(opts.window.as_nanos()).unwrap_or(i64::MAX);
+    let from = last.saturating_sub(window_ns).max(first);
+    let truncated = from > first;
+    let ctx = whyslow_queries::session_over(&store)
+        .await
+        .map_err(|e| store_err(&e))?;
+    let selection = Selection {
+        from_ns: truncated.then_some(from),
+        ..Selection::default()
+    };
+    let analysis = analyze(&ctx, &selection, &opts.detectors).await?;
+    let report = crate::report::build::build(&analysis, &opts.store.display().to_string(), Utc::now());
+    let sightings = analysis
+        .findings
+        .iter()
+        .zip(report.slowdowns)
+        .map(|(f, s)| Sighting {
+            slowdown: s,
+            start_ns: f.symptom.start_ns,
+            end_ns: f.symptom.end_ns,
+        })
+        .collect();
+    debug!(from, last, truncated, "Live analysis done.");
+    Ok(Some((sightings, from, truncated)))
+}
+
+/// The first and last time of the raw data, from the segments' statistics.
+fn data_extent(store: &Store) -> Option<(i64, i64)> {
+    let segs = [Table::Events, Table::Metrics]
+        .into_iter()
+        .flat_map(|t| store.segments(t));
+    let mut extent: Option<(i64, i64)> = None;
+    for s in segs {
+        if let (Some(lo), Some(hi)) = (s.min_time_ns, s.max_time_ns) {
+            extent = Some(extent.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+        }
+    }
+    extent
+}
+
+/// Appends the revisions to the log, then publishes them; returns how many went out.
+fn emit(
+    opts: &LiveOptions,
+    hook: Option<&HookRunner>,
+    revisions: Vec<super::tracker::Revision>,
+    arrived_ns: Option<i64>,
+) -> u64 {
+    if revisions.is_empty() {
+        return 0;
+    }
+    let now = Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
+    let mut out = Vec::with_capacity(revisions.len());
+    for r in revisions {
+        match Outgoing::new(r, now, arrived_ns) {
+            Ok(o) => out.push(o),
+            Err(e) => warn!("An incident could not be serialized: {e}."),
+        }
+    }
+    if let Err(e) = append(opts, &out) {
+        warn!("Incidents could not be appended to the log: {e}.");
+    }
+    for o in &out {
+        let r = &o.revision;
+        info!(
+            incident = %r.incident_id,
+            revision = r.revision,
+            status = r.status.as_str(),
+            cause = r.slowdown.causes.first().map_or("", |c| c.cause.as_str()),
+            "Incident."
+        );
+        if let Some(p) = &opts.publisher {
+            p.publish(&Incident {
+                key: r.incident_id.clone(),
+                json: o.json.clone(),
+            });
+        }
+        let opened = r.status == super::tracker::Status::Opened;
+        if let Some(h) = hook
+            && (opened || (r.verdict_changed && r.status != super::tracker::Status::Retracted))
+        {
+            h.call(HookCall {
+                incident_id: r.incident_id.clone(),
+                status: r.status.as_str().to_string(),
+                cause: r
+                    .slowdown
+                    .causes
+                    .first()
+                    .map_or_else(String::new, |c| c.cause.clone()),
+                json: o.json.clone(),
+            });
+        }
+    }
+    out.len() as u64
+}
+
+fn append(opts: &LiveOptions, out: &[Outgoing]) -> Result<()> {
+    let err = |e: &dyn std::fmt::Display| AnalyzeError::Store {
+        path: opts.store.display().to_string(),
+        detail: e.to_string(),
+    };
+    let batch = incidents_batch(out)?;
+    let mut w = StoreWriter::open_waiting(&opts.store, Duration::from_secs(120)).map_err(|e| err(&e))?;
+    w.append(Table::Incidents, batch).map_err(|e| err(&e))?;
+    w.commit(&[]).map_err(|e| err(&e))?;
+    Ok(())
+}
