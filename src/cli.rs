@@ -44,7 +44,7 @@ pub enum Command {
     /// Ingest the bundled seed scenario into a temporary store and print its report.
     Demo,
     /// Rebuild everything derived from the raw log and retry dead letters.
-    Replay,
+    Replay(ReplayArgs),
 }
 
 #[derive(Debug, Args)]
@@ -146,6 +146,38 @@ pub struct ReportArgs {
     pub output: Option<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// Only retry dead letters; leave slowdowns and causes as they are.
+    #[arg(long, conflicts_with = "derived_only")]
+    pub dead_letters_only: bool,
+    /// Only rebuild slowdowns and causes; leave dead letters as they are.
+    #[arg(long)]
+    pub derived_only: bool,
+    /// Retry every dead letter with this format instead of its own (e.g. auto, after an
+    /// ingest with the wrong --format).
+    #[arg(long)]
+    pub retry_format: Option<String>,
+    /// As for ingest: the node for records that do not name one.
+    #[arg(long)]
+    pub node: Option<String>,
+    /// As for ingest: the cluster to stamp on rows that carry none.
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// As for ingest: namespace for plain `kubectl logs` output.
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// As for ingest: pod for plain `kubectl logs` output.
+    #[arg(long)]
+    pub pod: Option<String>,
+    /// As for ingest: time for records that carry none (RFC 3339 or relative).
+    #[arg(long, allow_hyphen_values = true)]
+    pub time: Option<String>,
+    /// As for ingest: boot time for kernel records stamped relative to boot.
+    #[arg(long, allow_hyphen_values = true)]
+    pub boot_time: Option<String>,
+}
+
 /// A usage error found after parsing (a bad time, format or parameter): exit code 2.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -183,7 +215,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             ))?;
             Ok(())
         }
-        Command::Replay => anyhow::bail!("this command is not built yet"),
+        Command::Replay(args) => replay(store, args),
     }
 }
 
@@ -217,6 +249,37 @@ fn report(store: PathBuf, args: ReportArgs) -> Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(run_report(&req))?;
+    Ok(())
+}
+
+/// `whyslow replay`: retries dead letters, rebuilds slowdowns and causes, prints what changed.
+fn replay(store: PathBuf, a: ReplayArgs) -> Result<()> {
+    use whyslow_analyzers::replay::{ReplayRequest, render, replay as run_replay};
+    use whyslow_ingest::decode::Hints;
+    use whyslow_ingest::time::{now_ns, parse_cli_time};
+    let now = now_ns();
+    let time = |flag: &str, v: Option<String>| {
+        v.map(|s| parse_cli_time(&s, now).map_err(|e| usage(format!("--{flag}: {e}"))))
+            .transpose()
+    };
+    let mut req = ReplayRequest::new(store);
+    req.dead_letters = !a.derived_only;
+    req.derived = !a.dead_letters_only;
+    req.redecode.retry_format = a.retry_format.map(|f| f.parse()).transpose().map_err(usage)?;
+    req.redecode.hints = Hints {
+        path: None,
+        node: a.node,
+        namespace: a.namespace,
+        pod: a.pod,
+        cluster: a.cluster,
+        default_time_ns: time("time", a.time)?,
+        boot_time_ns: time("boot-time", a.boot_time)?,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let summary = runtime.block_on(run_replay(&req))?;
+    print!("{}", render(&summary));
     Ok(())
 }
 

@@ -14,6 +14,7 @@ pub mod columns;
 pub mod command;
 pub mod error;
 pub mod output;
+pub mod replay;
 pub mod report;
 pub mod sql;
 pub mod state;
