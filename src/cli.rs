@@ -104,9 +104,14 @@ pub struct StreamArgs {
     /// Give up (exit 1) when the broker stays unreachable this long.
     #[arg(long, default_value = "5m")]
     pub retry_budget: String,
-    /// Run this command with the incident JSON on stdin when an incident opens or changes.
+    /// Run this command with the incident JSON on stdin when an incident opens or its
+    /// verdict changes (`sh -c`; a failure is logged, never blocks ingest).
     #[arg(long)]
     pub on_incident: Option<String>,
+    /// How far back from the newest data the live analyzers look after each commit
+    /// (e.g. 24h, 6h); `off` runs no live analysis.
+    #[arg(long, default_value = "24h")]
+    pub analysis_window: String,
 }
 
 #[derive(Debug, Args)]
@@ -288,6 +293,7 @@ fn usage<E: std::fmt::Display>(e: E) -> anyhow::Error {
 }
 
 fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
+    use whyslow_analyzers::live::{LiveAnalyzer, LiveOptions};
     use whyslow_ingest::stream::{self, StreamOptions, TopicSpec};
     let topics = args
         .topics
@@ -295,8 +301,7 @@ fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
         .map(|t| TopicSpec::parse(t))
         .collect::<Result<Vec<_>, _>>()
         .map_err(usage)?;
-    let mut opts = StreamOptions::new(store, &args.brokers, &args.group, topics);
-    opts.incidents_topic = args.incidents_topic;
+    let mut opts = StreamOptions::new(store.clone(), &args.brokers, &args.group, topics);
     opts.flush_interval = stream::parse_duration(&args.flush_interval).map_err(usage)?;
     opts.max_batch_rows = args.max_batch_rows.max(1);
     opts.retry_budget = stream::parse_duration(&args.retry_budget).map_err(usage)?;
@@ -304,13 +309,30 @@ fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
         "" | "off" | "none" => None,
         a => Some(a.to_string()),
     };
+    let live: Option<Box<dyn stream::CommitObserver>> = match args.analysis_window.as_str() {
+        "off" | "none" => None,
+        window => {
+            let mut live = LiveOptions::new(store);
+            live.window = stream::parse_duration(window).map_err(usage)?;
+            live.on_incident = args.on_incident;
+            live.publisher = match &args.incidents_topic {
+                Some(topic) => Some(stream::IncidentPublisher::new(
+                    &args.brokers,
+                    topic,
+                    &opts.kafka_config,
+                )?),
+                None => None,
+            };
+            Some(Box::new(LiveAnalyzer::start(live)?))
+        }
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     let summary = runtime.block_on(stream::run(
         opts,
         |format| whyslow_ingest::run::decoder_for(format).ok(),
-        None,
+        live,
         shutdown_signal(),
     ))?;
     eprintln!(

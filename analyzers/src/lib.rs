@@ -13,6 +13,7 @@ pub mod causes;
 pub mod columns;
 pub mod command;
 pub mod error;
+pub mod live;
 pub mod output;
 pub mod replay;
 pub mod report;
