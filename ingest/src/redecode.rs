@@ -37,7 +37,7 @@ use arrow::array::{
 use arrow::compute::filter_record_batch;
 use whyslow_schemas::Table;
 
-use crate::decode::{Decoder, Format, Framing, Hints, MAX_RECORD_BYTES, Origin, Output};
+use crate::decode::{Format, Framing, Hints, MAX_RECORD_BYTES, Origin, Output};
 use crate::run::decoder_for;
 use crate::source::Input;
 use crate::store::{StoreError, StoreWriter, segment};
@@ -220,44 +220,81 @@ pub enum Attempt {
 /// The marker the ingest runner puts in the reason of a record cut at the size cap.
 const CUT_MARKER: &str = "(payload cut to its first";
 
-/// Decodes one letter with a fresh decoder of `format` (`None`: the one it recorded), as
-/// one record of its origin; `base` are the caller's hints, `now_ns` the `ingest_time` of
-/// the rows it becomes.
+/// Decodes one letter alone with a fresh decoder of `format` (`None`: the one it
+/// recorded), as one record of its origin; `base` are the caller's hints, `now_ns` the
+/// `ingest_time` of the rows it becomes.
 pub fn retry_letter(
     letter: &Letter<'_>,
     format: Option<Format>,
     base: &Hints,
     now_ns: i64,
 ) -> Attempt {
-    if letter.error.contains(CUT_MARKER) {
-        return Attempt::NotRetried("its payload was cut at the size cap");
-    }
-    let format = match format {
-        Some(f) => f,
-        None => match letter.format.parse::<Format>() {
-            Ok(f) => f,
-            Err(_) => return Attempt::NotRetried("no decoder has its format"),
-        },
+    retry_input(std::slice::from_ref(letter), format, base, now_ns)
+        .pop()
+        .unwrap_or(Attempt::NotRetried("nothing to retry"))
+}
+
+/// Decodes the letters of one input (in line order) with one decoder of `format`
+/// (`None`: the one the first recorded; the letters of one input share it), so that what
+/// a decoder carries from record to record — the year of undated kernel lines, a GPU's
+/// identity line, the format `auto` settled on — works as in `whyslow ingest`. Rows the
+/// decoder emits at the end of the input belong to the last letter decoded. One attempt
+/// per letter, in order.
+pub fn retry_input(
+    letters: &[Letter<'_>],
+    format: Option<Format>,
+    base: &Hints,
+    now_ns: i64,
+) -> Vec<Attempt> {
+    let Some(first) = letters.first() else {
+        return Vec::new();
     };
-    let Ok(mut decoder) = decoder_for(format) else {
-        return Attempt::NotRetried("no decoder has its format");
-    };
-    let source = SourceRef::parse(letter.source_ref);
-    if matches!(source, SourceRef::File { .. })
-        && decoder.framing() == Framing::Lines
-        && letter.payload.len() > MAX_RECORD_BYTES
-    {
-        return Attempt::NotRetried("it is over the record size limit");
+    let decoder = match format {
+        Some(f) => Ok(f),
+        None => first.format.parse::<Format>().map_err(|_| ()),
     }
-    let hints = letter_hints(&source, letter.ingest_time_ns, base);
-    let mut out = Output::new(now_ns);
-    decode_one(
-        decoder.as_mut(),
-        letter.payload,
-        &source.origin(),
-        &hints,
-        &mut out,
+    .and_then(|f| decoder_for(f).map_err(|_| ()));
+    let Ok(mut decoder) = decoder else {
+        return letters
+            .iter()
+            .map(|_| Attempt::NotRetried("no decoder has its format"))
+            .collect();
+    };
+    let hints = letter_hints(
+        &SourceRef::parse(first.source_ref),
+        first.ingest_time_ns,
+        base,
     );
+    let mut outs: Vec<Result<Output, &'static str>> = Vec::with_capacity(letters.len());
+    for letter in letters {
+        let source = SourceRef::parse(letter.source_ref);
+        if letter.error.contains(CUT_MARKER) {
+            outs.push(Err("its payload was cut at the size cap"));
+        } else if matches!(source, SourceRef::File { .. })
+            && decoder.framing() == Framing::Lines
+            && letter.payload.len() > MAX_RECORD_BYTES
+        {
+            outs.push(Err("it is over the record size limit"));
+        } else {
+            let mut out = Output::new(now_ns);
+            decoder.decode(letter.payload, &source.origin(), &hints, &mut out);
+            outs.push(Ok(out));
+        }
+    }
+    match outs.iter_mut().rev().find_map(|o| o.as_mut().ok()) {
+        Some(last) => decoder.finish(&hints, last),
+        None => decoder.finish(&hints, &mut Output::new(now_ns)),
+    }
+    outs.into_iter()
+        .map(|o| match o {
+            Ok(out) => attempt(out),
+            Err(why) => Attempt::NotRetried(why),
+        })
+        .collect()
+}
+
+/// What a letter's output says about it.
+fn attempt(mut out: Output) -> Attempt {
     let rows = out.events.len() + out.metrics.len();
     match (rows > 0, out.counts.rejected > 0) {
         (true, true) => Attempt::Partial,
@@ -270,17 +307,6 @@ pub fn retry_letter(
             reason: first_error(&out.dead.finish()).unwrap_or_default(),
         },
     }
-}
-
-fn decode_one(
-    d: &mut dyn Decoder,
-    payload: &[u8],
-    origin: &Origin<'_>,
-    hints: &Hints,
-    out: &mut Output,
-) {
-    d.decode(payload, origin, hints, out);
-    d.finish(hints, out);
 }
 
 /// The hints of one letter: the caller's, plus the file path and a default time.
@@ -342,6 +368,10 @@ impl<'a> LetterColumns<'a> {
         })
     }
 
+    fn len(&self) -> usize {
+        self.source_ref.len()
+    }
+
     fn letter(&self, i: usize) -> Letter<'a> {
         Letter {
             ingest_time_ns: self.ingest_time.value(i),
@@ -363,9 +393,10 @@ pub fn redecode_store(
     redecode(&mut writer, opts)
 }
 
-/// Retries every dead letter `writer`'s store holds; when any letter moves, leaves or gets
-/// a new reason, appends the recovered rows and rewrites `dead_letters` without the
-/// letters that left, in one log entry. Writes nothing when nothing changed.
+/// Retries every dead letter `writer`'s store holds, the letters of one input together
+/// ([`retry_input`]); when any letter moves, leaves or gets a new reason, appends the
+/// recovered rows and rewrites `dead_letters` without the letters that left, in one log
+/// entry. Writes nothing when nothing changed.
 pub fn redecode(
     writer: &mut StoreWriter,
     opts: &RedecodeOptions,
@@ -374,64 +405,104 @@ pub fn redecode(
         decoder_for(f).map_err(|_| RedecodeError::NoDecoder(f))?;
     }
     let now_ns = crate::time::now_ns();
+    let mut batches: Vec<(PathBuf, RecordBatch)> = Vec::new();
+    for seg in writer.store().segments(Table::DeadLetters) {
+        for batch in segment::read_parquet(&seg.path)? {
+            batches.push((seg.path.clone(), batch));
+        }
+    }
+    let mut columns = Vec::with_capacity(batches.len());
+    for (path, batch) in &batches {
+        columns.push(LetterColumns::of(batch, path)?);
+    }
+    // Letters by input: a file's letters of one ingest run (same path, format and
+    // ingest time) in line order; every Kafka message alone.
+    let mut order: Vec<(InputKey<'_>, u64, usize, usize)> = Vec::new();
+    for (b, cols) in columns.iter().enumerate() {
+        for i in 0..cols.len() {
+            let l = cols.letter(i);
+            let (key, line) = match SourceRef::parse(l.source_ref) {
+                SourceRef::File { path, line } => {
+                    (InputKey::File(path, l.format, l.ingest_time_ns), line)
+                }
+                _ => (InputKey::Alone(b, i), 0),
+            };
+            order.push((key, line, b, i));
+        }
+    }
+    order.sort_unstable();
+    let mut attempts: Vec<Vec<Option<Attempt>>> = columns
+        .iter()
+        .map(|c| (0..c.len()).map(|_| None).collect())
+        .collect();
+    for group in order.chunk_by(|x, y| x.0 == y.0) {
+        let letters: Vec<Letter<'_>> = group
+            .iter()
+            .map(|&(_, _, b, i)| columns[b].letter(i))
+            .collect();
+        let results = retry_input(&letters, opts.retry_format, &opts.hints, now_ns);
+        for (&(_, _, b, i), a) in group.iter().zip(results) {
+            attempts[b][i] = Some(a);
+        }
+    }
+
     let mut summary = RedecodeSummary::default();
     let mut kept: Vec<RecordBatch> = Vec::new();
     let mut recovered: Vec<(Table, RecordBatch)> = Vec::new();
     let mut changed = false;
-    for seg in writer.store().segments(Table::DeadLetters) {
-        for batch in segment::read_parquet(&seg.path)? {
-            let cols = LetterColumns::of(&batch, &seg.path)?;
-            let mut keep = Vec::with_capacity(batch.num_rows());
-            let mut errors = StringBuilder::new();
-            for i in 0..batch.num_rows() {
-                let letter = cols.letter(i);
-                summary.letters += 1;
-                let mut error = letter.error;
-                let reason;
-                let stays = match retry_letter(&letter, opts.retry_format, &opts.hints, now_ns) {
-                    Attempt::Rows { events, metrics } => {
-                        summary.moved += 1;
-                        recovered.push((Table::Events, events));
-                        recovered.push((Table::Metrics, metrics));
-                        false
+    for ((path, batch), (cols, tried)) in batches.iter().zip(columns.iter().zip(attempts)) {
+        let mut keep = Vec::with_capacity(batch.num_rows());
+        let mut errors = StringBuilder::new();
+        for (i, attempt) in tried.into_iter().enumerate() {
+            let letter = cols.letter(i);
+            summary.letters += 1;
+            let attempt = attempt.unwrap_or(Attempt::NotRetried("not reached"));
+            let mut error = letter.error.to_string();
+            let stays = match attempt {
+                Attempt::Rows { events, metrics } => {
+                    summary.moved += 1;
+                    recovered.push((Table::Events, events));
+                    recovered.push((Table::Metrics, metrics));
+                    false
+                }
+                Attempt::Skipped if opts.retry_format.is_none() => {
+                    summary.skipped += 1;
+                    false
+                }
+                Attempt::Skipped => {
+                    summary.not_retried += 1;
+                    true
+                }
+                Attempt::Rejected { reason } => {
+                    summary.still_failing += 1;
+                    if opts.retry_format.is_none() && !reason.is_empty() && reason != error {
+                        summary.reasons_updated += 1;
+                        error = reason;
+                        changed = true;
                     }
-                    Attempt::Skipped if opts.retry_format.is_none() => {
-                        summary.skipped += 1;
-                        false
-                    }
-                    Attempt::Skipped => {
-                        summary.not_retried += 1;
-                        true
-                    }
-                    Attempt::Rejected { reason: r } => {
-                        summary.still_failing += 1;
-                        reason = r;
-                        if opts.retry_format.is_none() && !reason.is_empty() && reason != error {
-                            summary.reasons_updated += 1;
-                            error = &reason;
-                            changed = true;
-                        }
-                        true
-                    }
-                    Attempt::Partial => {
-                        summary.partial += 1;
-                        true
-                    }
-                    Attempt::NotRetried(why) => {
-                        tracing::debug!(
-                            source_ref = letter.source_ref,
-                            why,
-                            "dead letter not retried"
-                        );
-                        summary.not_retried += 1;
-                        true
-                    }
-                };
-                changed |= !stays;
-                keep.push(stays);
-                errors.append_value(error);
-            }
-            kept.push(rebuild(&batch, errors.finish(), keep, &seg.path)?);
+                    true
+                }
+                Attempt::Partial => {
+                    summary.partial += 1;
+                    true
+                }
+                Attempt::NotRetried(why) => {
+                    tracing::debug!(
+                        source_ref = letter.source_ref,
+                        why,
+                        "dead letter not retried"
+                    );
+                    summary.not_retried += 1;
+                    true
+                }
+            };
+            changed |= !stays;
+            keep.push(stays);
+            errors.append_value(&error);
+        }
+        let rest = rebuild(batch, errors.finish(), keep, path)?;
+        if rest.num_rows() > 0 {
+            kept.push(rest);
         }
     }
     if !changed {
@@ -440,7 +511,6 @@ pub fn redecode(
     for (table, rows) in recovered {
         writer.append(table, rows)?;
     }
-    kept.retain(|b| b.num_rows() > 0);
     let stats = writer.commit_replacing(vec![(Table::DeadLetters, kept)])?;
     for (table, t) in &stats.tables {
         match table {
@@ -452,6 +522,15 @@ pub fn redecode(
     }
     summary.version = stats.version;
     Ok(summary)
+}
+
+/// Which letters are decoded together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum InputKey<'a> {
+    /// One ingest run of a file: path, format, ingest time.
+    File(&'a str, &'a str, i64),
+    /// A Kafka message or an unreadable ref: batch and row.
+    Alone(usize, usize),
 }
 
 /// The kept rows of `batch`, with `errors` as their `error` column.
