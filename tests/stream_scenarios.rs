@@ -1,0 +1,489 @@
+//! Streaming and batch agree: every committed fixture scenario, produced to a real broker
+//! (tansu) as its cluster's shippers would send it (`whyslow_fixtures::messages`) and
+//! consumed by the stream worker into a fresh store, gives the same `events`/`metrics`
+//! row counts, no dead letters, and the same slowdowns and verdicts as `whyslow ingest`
+//! of its files.
+//!
+//! `WHYSLOW_SCENARIOS=a,b` limits the run to some scenarios; `WHYSLOW_SCENARIO_THREADS`
+//! (default 3) sets how many are streamed at once. Figures go to stderr
+//! (`--nocapture` to see them).
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use arrow::array::{Array, StringArray};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use rdkafka::ClientConfig;
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use support::broker::Broker;
+use whyslow_analyzers::Selection;
+use whyslow_analyzers::command::{analyze_store, ingest_dir};
+use whyslow_analyzers::report::Report;
+use whyslow_fixtures::messages::{ScenarioMessage, scenario_messages};
+use whyslow_ingest::store::Store;
+use whyslow_ingest::stream::{self, StreamOptions, StreamSummary, TopicSpec};
+use whyslow_schemas::Table;
+
+/// How long one scenario may take to be consumed before the test gives up on it.
+const CONSUME_BUDGET: Duration = Duration::from_secs(600);
+
+/// The committed scenarios (directories with a `truth.json`), by name.
+fn committed_scenarios() -> Vec<(String, PathBuf)> {
+    let root = whyslow_fixtures::committed_scenarios_dir();
+    let only: Option<BTreeSet<String>> = std::env::var("WHYSLOW_SCENARIOS")
+        .ok()
+        .map(|s| s.split(',').map(|x| x.trim().to_string()).collect());
+    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(&root)
+        .expect("fixtures/scenarios")
+        .map(|e| e.expect("scenario entry").path())
+        .filter(|p| p.join("truth.json").is_file())
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), p))
+        .filter(|(n, _)| only.as_ref().is_none_or(|o| o.contains(n)))
+        .collect();
+    out.sort();
+    out
+}
+
+/// A scenario streamed into a store.
+pub struct Streamed {
+    /// The store the worker wrote.
+    pub store: tempfile::TempDir,
+    /// Messages produced, per topic.
+    pub produced: BTreeMap<String, i64>,
+    /// Messages produced, per format.
+    pub per_format: BTreeMap<&'static str, usize>,
+    pub produce_time: Duration,
+    pub consume_time: Duration,
+    pub summary: StreamSummary,
+}
+
+impl Streamed {
+    fn messages(&self) -> i64 {
+        self.produced.values().sum()
+    }
+}
+
+/// The topic of a scenario's messages of one format.
+fn topic(prefix: &str, format: &str) -> String {
+    format!("{prefix}.{format}")
+}
+
+/// Produces `messages` in order (one partition per topic, so their order is kept), each
+/// with its key, headers and its content time as the Kafka timestamp. Returns the count
+/// per topic.
+fn produce(broker: &Broker, prefix: &str, messages: &[ScenarioMessage]) -> BTreeMap<String, i64> {
+    let mut produced: BTreeMap<String, i64> = BTreeMap::new();
+    for m in messages {
+        *produced.entry(topic(prefix, m.format)).or_default() += 0;
+    }
+    for t in produced.keys() {
+        broker.create_topic(t, 1);
+    }
+    let p: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+        .set("bootstrap.servers", broker.addr())
+        .set("linger.ms", "20")
+        .set("batch.num.messages", "5000")
+        .set("message.max.bytes", "16000000")
+        .set("enable.idempotence", "false")
+        .create()
+        .expect("producer");
+    for m in messages {
+        let t = topic(prefix, m.format);
+        let mut headers = OwnedHeaders::new_with_capacity(m.headers.len());
+        for (k, v) in &m.headers {
+            headers = headers.insert(Header {
+                key: k,
+                value: Some(v.as_bytes()),
+            });
+        }
+        let mut record = BaseRecord::<str, [u8]>::to(&t)
+            .partition(0)
+            .payload(&m.payload[..])
+            .timestamp(m.time_ns.div_euclid(1_000_000))
+            .headers(headers);
+        if let Some(k) = &m.key {
+            record = record.key(k.as_str());
+        }
+        loop {
+            match p.send(record) {
+                Ok(()) => break,
+                Err((e, r)) => {
+                    assert!(
+                        matches!(
+                            e.rdkafka_error_code(),
+                            Some(rdkafka::types::RDKafkaErrorCode::QueueFull)
+                        ),
+                        "producing {}: {e}",
+                        m.origin
+                    );
+                    record = r;
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        }
+        *produced.get_mut(&t).expect("topic counted above") += 1;
+    }
+    p.flush(Duration::from_secs(120))
+        .expect("all messages delivered");
+    produced
+}
+
+/// Whether the store at `path` holds every produced message (its recorded next offsets
+/// equal the produced counts).
+fn holds_all(path: &Path, produced: &BTreeMap<String, i64>) -> bool {
+    let Ok(store) = Store::open(path) else {
+        return false;
+    };
+    let offsets = store.kafka_offsets();
+    produced
+        .iter()
+        .all(|(t, n)| offsets.get(&(t.clone(), 0)).copied().unwrap_or(0) >= *n)
+}
+
+/// Streams the scenario in `dir` through `broker` (topics `{prefix}.{format}`, consumer
+/// group `{prefix}`) into a fresh store with the library worker, until the store holds
+/// every message produced; then stops the worker.
+pub fn stream_scenario(broker: &Broker, dir: &Path, prefix: &str) -> Streamed {
+    let messages = scenario_messages(dir).expect("scenario messages");
+    let mut per_format = BTreeMap::new();
+    for m in &messages {
+        *per_format.entry(m.format).or_default() += 1;
+    }
+    let started = Instant::now();
+    let produced = produce(broker, prefix, &messages);
+    let produce_time = started.elapsed();
+    drop(messages);
+
+    let store = tempfile::tempdir().expect("store dir");
+    let topics = produced
+        .keys()
+        .map(|t| {
+            let format = t.rsplit_once('.').expect("prefix.format").1;
+            TopicSpec::parse(&format!("{t}={format}")).expect("topic spec")
+        })
+        .collect();
+    let mut opts = StreamOptions::new(store.path().to_path_buf(), &broker.addr(), prefix, topics);
+    opts.flush_interval = Duration::from_millis(200);
+    opts.retry_budget = Duration::from_secs(60);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let store_path = store.path().to_path_buf();
+    let want = produced.clone();
+    let started = Instant::now();
+    let summary = rt
+        .block_on(async move {
+            let shutdown = async move {
+                let deadline = Instant::now() + CONSUME_BUDGET;
+                while !holds_all(&store_path, &want) && Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            };
+            stream::run(
+                opts,
+                |f| whyslow_ingest::run::decoder_for(f).ok(),
+                None,
+                shutdown,
+            )
+            .await
+        })
+        .unwrap_or_else(|e| panic!("{prefix}: the stream worker failed: {e}"));
+    let consume_time = started.elapsed();
+    Streamed {
+        store,
+        produced,
+        per_format,
+        produce_time,
+        consume_time,
+        summary,
+    }
+}
+
+/// A scenario's file ingest, and how the streamed store compares with it.
+pub struct Comparison {
+    pub file_store: tempfile::TempDir,
+    pub file_report: Report,
+    pub stream_report: Report,
+    /// Rows (events, metrics, dead letters) of the file and of the streamed store.
+    pub file_rows: [u64; 3],
+    pub stream_rows: [u64; 3],
+    /// Every difference found, one sentence each (empty: they agree).
+    pub mismatches: Vec<String>,
+}
+
+const TABLES: [Table; 3] = [Table::Events, Table::Metrics, Table::DeadLetters];
+
+fn rows(store: &Path) -> [u64; 3] {
+    let s = Store::open(store).expect("store opens");
+    TABLES.map(|t| s.rows(t))
+}
+
+/// What a report concludes, slowdown by slowdown: id, kind, start, end, lost seconds,
+/// and the cause ids (the first is the verdict).
+fn verdicts(r: &Report) -> Vec<String> {
+    r.slowdowns
+        .iter()
+        .map(|s| {
+            let causes: Vec<&str> = s.causes.iter().map(|c| c.cause.as_str()).collect();
+            format!(
+                "{} {} {}..{} lost {:.6} s verdict {} causes [{}]",
+                s.slowdown_id,
+                s.kind,
+                s.start,
+                s.end,
+                s.lost_seconds,
+                causes.first().unwrap_or(&"-"),
+                causes.join(",")
+            )
+        })
+        .collect()
+}
+
+/// Ingests the files of `dir` into a fresh store and compares it, and its report, with
+/// the streamed store.
+pub fn compare_with_file_ingest(dir: &Path, streamed: &Path) -> Comparison {
+    let file_store = tempfile::tempdir().expect("store dir");
+    ingest_dir(dir, file_store.path()).expect("file ingest");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let report = |p: &Path| {
+        rt.block_on(analyze_store(p, &Selection::default()))
+            .unwrap_or_else(|e| panic!("analyzing {}: {e}", p.display()))
+            .0
+    };
+    let file_report = report(file_store.path());
+    let stream_report = report(streamed);
+    let file_rows = rows(file_store.path());
+    let stream_rows = rows(streamed);
+    let mut mismatches = Vec::new();
+    for (i, table) in TABLES.iter().enumerate() {
+        if file_rows[i] != stream_rows[i] {
+            mismatches.push(format!(
+                "{table}: {} rows from the files, {} streamed",
+                file_rows[i], stream_rows[i]
+            ));
+        }
+    }
+    if file_rows[2] != 0 {
+        mismatches.push(format!("{} dead letters from the files", file_rows[2]));
+    }
+    if stream_rows[0] != file_rows[0] {
+        mismatches.extend(event_differences(file_store.path(), streamed));
+    }
+    if stream_rows[1] != file_rows[1] {
+        mismatches.extend(metric_differences(file_store.path(), streamed));
+    }
+    let (fv, sv) = (verdicts(&file_report), verdicts(&stream_report));
+    if fv != sv {
+        mismatches.push(format!(
+            "reports differ:\n  files:    {}\n  streamed: {}",
+            fv.join("\n            "),
+            sv.join("\n            ")
+        ));
+    }
+    Comparison {
+        file_store,
+        file_report,
+        stream_report,
+        file_rows,
+        stream_rows,
+        mismatches,
+    }
+}
+
+/// The values of string columns of a table, row by row (null as `-`).
+fn string_rows(store: &Path, table: Table, names: &[&str]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for seg in Store::open(store).expect("store").segments(table) {
+        let file = std::fs::File::open(&seg.path).expect("segment");
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+            .expect("parquet")
+            .build()
+            .expect("reader");
+        for batch in reader {
+            let batch = batch.expect("batch");
+            let cols: Vec<StringArray> = names
+                .iter()
+                .map(|n| {
+                    batch
+                        .column_by_name(n)
+                        .unwrap_or_else(|| panic!("column {n}"))
+                        .as_any()
+                        .downcast_ref::<StringArray>()
+                        .unwrap_or_else(|| panic!("{n} is a string column"))
+                        .clone()
+                })
+                .collect();
+            for i in 0..batch.num_rows() {
+                out.push(
+                    cols.iter()
+                        .map(|c| {
+                            if c.is_null(i) {
+                                "-".to_string()
+                            } else {
+                                c.value(i).to_string()
+                            }
+                        })
+                        .collect(),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// The events one store has and the other lacks (by `event_id`), a few of each.
+fn event_differences(files: &Path, streamed: &Path) -> Vec<String> {
+    let cols = ["event_id", "source", "kind", "node", "pod", "message"];
+    let by_id = |p: &Path| -> BTreeMap<String, Vec<String>> {
+        string_rows(p, Table::Events, &cols)
+            .into_iter()
+            .map(|r| (r[0].clone(), r))
+            .collect()
+    };
+    let (f, s) = (by_id(files), by_id(streamed));
+    let mut out = Vec::new();
+    for (name, a, b) in [("streamed", &f, &s), ("file-ingested", &s, &f)] {
+        let missing: Vec<&Vec<String>> = a
+            .iter()
+            .filter(|(id, _)| !b.contains_key(*id))
+            .map(|x| x.1)
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        let mut by_kind: BTreeMap<String, usize> = BTreeMap::new();
+        for r in &missing {
+            *by_kind.entry(format!("{}/{}", r[1], r[2])).or_default() += 1;
+        }
+        out.push(format!(
+            "{} events missing from the {name} store, by source/kind {by_kind:?}; e.g. {:?}",
+            missing.len(),
+            missing.iter().take(3).collect::<Vec<_>>()
+        ));
+    }
+    out
+}
+
+/// Metric rows per (source, metric, node) that differ between the stores.
+fn metric_differences(files: &Path, streamed: &Path) -> Vec<String> {
+    let count = |p: &Path| {
+        let mut m: BTreeMap<String, i64> = BTreeMap::new();
+        for r in string_rows(p, Table::Metrics, &["source", "metric", "node"]) {
+            *m.entry(r.join("/")).or_default() += 1;
+        }
+        m
+    };
+    let (f, s) = (count(files), count(streamed));
+    let keys: BTreeSet<&String> = f.keys().chain(s.keys()).collect();
+    let diffs: Vec<String> = keys
+        .into_iter()
+        .filter_map(|k| {
+            let (a, b) = (
+                f.get(k).copied().unwrap_or(0),
+                s.get(k).copied().unwrap_or(0),
+            );
+            (a != b).then(|| format!("{k}: {a} from the files, {b} streamed"))
+        })
+        .collect();
+    if diffs.is_empty() {
+        Vec::new()
+    } else {
+        vec![format!("metric rows differ: {}", diffs.join("; "))]
+    }
+}
+
+#[test]
+fn every_committed_scenario_streams_to_the_same_rows_and_verdicts_as_file_ingest() {
+    let started = Instant::now();
+    let scenarios = committed_scenarios();
+    assert!(!scenarios.is_empty(), "no committed scenarios found");
+    let broker = Broker::start();
+    let threads: usize = std::env::var("WHYSLOW_SCENARIO_THREADS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3)
+        .max(1);
+    let queue = Mutex::new(scenarios.iter());
+    // (scenario, messages, figures, mismatches)
+    let results: Mutex<Vec<(String, i64, String, Vec<String>)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let next = queue.lock().unwrap().next();
+                    let Some((name, dir)) = next else { break };
+                    let t = Instant::now();
+                    let streamed = stream_scenario(&broker, dir, &format!("sc-{name}"));
+                    let mut problems = Vec::new();
+                    if streamed.summary.rejected != 0 {
+                        problems.push(format!(
+                            "the worker rejected {} records",
+                            streamed.summary.rejected
+                        ));
+                    }
+                    if streamed.summary.messages < streamed.messages() as u64 {
+                        problems.push(format!(
+                            "the worker read {} messages of {}",
+                            streamed.summary.messages,
+                            streamed.messages()
+                        ));
+                    }
+                    let cmp = compare_with_file_ingest(dir, streamed.store.path());
+                    problems.extend(cmp.mismatches.iter().cloned());
+                    let line = format!(
+                        "{name}: {} messages {:?}; produced in {:.1} s, consumed in {:.1} s; \
+                         events {} metrics {} dead {} (files {} / {} / {}); {} slowdowns; {:.1} s in all",
+                        streamed.messages(),
+                        streamed.per_format,
+                        streamed.produce_time.as_secs_f64(),
+                        streamed.consume_time.as_secs_f64(),
+                        cmp.stream_rows[0],
+                        cmp.stream_rows[1],
+                        cmp.stream_rows[2],
+                        cmp.file_rows[0],
+                        cmp.file_rows[1],
+                        cmp.file_rows[2],
+                        cmp.stream_report.slowdowns.len(),
+                        t.elapsed().as_secs_f64()
+                    );
+                    eprintln!("{line}");
+                    for p in &problems {
+                        eprintln!("  MISMATCH {name}: {p}");
+                    }
+                    let n = streamed.messages();
+                    results.lock().unwrap().push((name.clone(), n, line, problems));
+                }
+            });
+        }
+    });
+    let results = results.into_inner().unwrap();
+    assert_eq!(results.len(), scenarios.len(), "a scenario's thread failed");
+    let total_messages: i64 = results.iter().map(|r| r.1).sum();
+    eprintln!(
+        "{} scenarios, {total_messages} messages, {} threads: {:.1} s",
+        results.len(),
+        threads,
+        started.elapsed().as_secs_f64()
+    );
+    let failed: Vec<String> = results
+        .iter()
+        .filter(|r| !r.3.is_empty())
+        .map(|(name, _, _, problems)| format!("{name}:\n  {}", problems.join("\n  ")))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} of {} scenarios differ between streaming and file ingest:\n{}",
+        failed.len(),
+        results.len(),
+        failed.join("\n")
+    );
+}
