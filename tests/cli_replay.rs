@@ -1,0 +1,161 @@
+//! `whyslow replay` as a user runs it: the seed scenario ingested and reported, its derived
+//! tables deleted (as after a rule change that drops them), replay rebuilds them and
+//! names every slowdown it added; a second replay changes and writes nothing. A kernel log
+//! ingested with the wrong `--format` is recovered with `--retry-format`. Bad usage exits 2,
+//! a missing store 1, each with one sentence on stderr.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use whyslow_ingest::store::{Store, StoreWriter};
+use whyslow_schemas::Table;
+
+fn whyslow(store: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_whyslow"));
+    c.arg("--store").arg(store).env_remove("WHYSLOW_STORE");
+    c
+}
+
+fn run(c: &mut Command) -> Output {
+    c.output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn ok(c: &mut Command) -> String {
+    let out = run(c);
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+/// The seed scenario's inputs (its answer key and README are not inputs).
+fn seed_inputs() -> Vec<PathBuf> {
+    let dir = fixtures().join("scenarios/seed-preemption");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n != "truth.json" && n != "README.md")
+        })
+        .collect();
+    paths.sort();
+    paths
+}
+
+#[test]
+fn replay_rebuilds_deleted_derived_tables_and_then_has_nothing_to_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    ok(whyslow(&store)
+        .args(["ingest", "--no-progress"])
+        .args(seed_inputs()));
+    ok(whyslow(&store)
+        .args(["report", "-o"])
+        .arg(tmp.path().join("report.md")));
+    let slowdowns = Store::open(&store).unwrap().rows(Table::Slowdowns);
+    let causes = Store::open(&store).unwrap().rows(Table::Causes);
+    assert!(slowdowns > 0, "report persisted the seed's slowdowns");
+
+    // Right after the report there is nothing to change.
+    let version = Store::open(&store).unwrap().version();
+    let out = ok(whyslow(&store).arg("replay"));
+    assert!(out.contains("unchanged, nothing written"), "{out}");
+    assert_eq!(Store::open(&store).unwrap().version(), version);
+
+    let mut w = StoreWriter::open(&store).unwrap();
+    w.replace_tables(vec![(Table::Slowdowns, vec![]), (Table::Causes, vec![])])
+        .unwrap();
+    drop(w);
+    assert_eq!(Store::open(&store).unwrap().rows(Table::Slowdowns), 0);
+
+    let out = ok(whyslow(&store).arg("replay"));
+    let added = out.lines().filter(|l| l.starts_with("+ slowdown ")).count();
+    assert_eq!(added as u64, slowdowns, "{out}");
+    assert!(
+        out.contains(&format!(
+            "slowdowns: {slowdowns} (was 0): {slowdowns} added, 0 removed"
+        )),
+        "{out}"
+    );
+    assert!(out.contains("slowdowns and causes rewritten"), "{out}");
+    assert!(out.starts_with("dead letters: 0 retried"), "{out}");
+    let after = Store::open(&store).unwrap();
+    assert_eq!(
+        (after.rows(Table::Slowdowns), after.rows(Table::Causes)),
+        (slowdowns, causes)
+    );
+
+    let version = after.version();
+    let out = ok(whyslow(&store).arg("replay"));
+    assert!(!out.contains("slowdown "), "{out}");
+    assert!(out.contains("unchanged, nothing written"), "{out}");
+    assert_eq!(Store::open(&store).unwrap().version(), version);
+}
+
+#[test]
+fn a_wrong_format_is_recovered_with_retry_format() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let kernel = fixtures().join("samples/xid-kernel-logs/gpud-dmesg-iso-xid-13-43-and-oom.log");
+    let out = ok(whyslow(&store)
+        .args(["ingest", "--no-progress", "--format", "envelope"])
+        .arg(&kernel));
+    assert!(out.contains("0 produced"), "{out}");
+    let letters = Store::open(&store).unwrap().rows(Table::DeadLetters);
+    assert!(letters > 0);
+
+    let out = ok(whyslow(&store).args(["replay", "--dead-letters-only"]));
+    assert!(
+        out.starts_with(&format!("dead letters: {letters} retried: 0 moved")),
+        "{out}"
+    );
+    assert!(!out.contains("slowdowns:"), "{out}");
+
+    let out = ok(whyslow(&store).args(["replay", "--dead-letters-only", "--retry-format", "kmsg"]));
+    let events = Store::open(&store).unwrap().rows(Table::Events);
+    assert!(events > 0, "{out}");
+    assert!(
+        out.contains(&format!("moved ({events} events, 0 metrics written")),
+        "{out}"
+    );
+    assert!(
+        Store::open(&store).unwrap().rows(Table::DeadLetters) < letters,
+        "{out}"
+    );
+}
+
+#[test]
+fn bad_usage_and_a_missing_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    std::fs::create_dir_all(&store).unwrap();
+    let out = run(whyslow(&store).args(["replay", "--retry-format", "syslog"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("unknown format 'syslog'"));
+    let out = run(whyslow(&store).args(["replay", "--boot-time", "yesterday"]));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let out = run(whyslow(&store).args(["replay", "--derived-only", "--dead-letters-only"]));
+    assert_eq!(out.status.code(), Some(2));
+
+    let missing = tmp.path().join("nothing-here");
+    let out = run(whyslow(&missing).arg("replay"));
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("no store at") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(!missing.exists(), "replay does not create a store");
+}
