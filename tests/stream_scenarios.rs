@@ -1,8 +1,8 @@
 //! Streaming and batch agree: every committed fixture scenario, produced to a real broker
 //! (tansu) as its cluster's shippers would send it (`whyslow_fixtures::messages`) and
 //! consumed by the stream worker into a fresh store, gives the same `events`/`metrics`
-//! row counts, no dead letters, and the same slowdowns and verdicts as `whyslow ingest`
-//! of its files.
+//! rows (compared whole, but for `ingest_time`), no dead letters, and the same slowdowns
+//! and verdicts as `whyslow ingest` of its files.
 //!
 //! `WHYSLOW_SCENARIOS=a,b` limits the run to some scenarios; `WHYSLOW_SCENARIO_THREADS`
 //! (default 3) sets how many are streamed at once. Figures go to stderr
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use arrow::array::{Array, StringArray};
+use arrow::util::display::{ArrayFormatter, FormatOptions};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use rdkafka::ClientConfig;
 use rdkafka::message::{Header, OwnedHeaders};
@@ -30,7 +30,7 @@ use whyslow_ingest::stream::{self, StreamOptions, StreamSummary, TopicSpec};
 use whyslow_schemas::Table;
 
 /// How long one scenario may take to be consumed before the test gives up on it.
-const CONSUME_BUDGET: Duration = Duration::from_secs(600);
+const CONSUME_BUDGET: Duration = Duration::from_secs(300);
 
 /// The committed scenarios (directories with a `truth.json`), by name.
 fn committed_scenarios() -> Vec<(String, PathBuf)> {
@@ -60,6 +60,8 @@ pub struct Streamed {
     pub produce_time: Duration,
     pub consume_time: Duration,
     pub summary: StreamSummary,
+    /// Whether the store held every produced message when the worker stopped.
+    pub complete: bool,
 }
 
 impl Streamed {
@@ -169,7 +171,11 @@ pub fn stream_scenario(broker: &Broker, dir: &Path, prefix: &str) -> Streamed {
         .collect();
     let mut opts = StreamOptions::new(store.path().to_path_buf(), &broker.addr(), prefix, topics);
     opts.flush_interval = Duration::from_millis(200);
-    opts.retry_budget = Duration::from_secs(60);
+    // The test's own deadline ends a stalled run, not the worker's broker budget.
+    opts.retry_budget = CONSUME_BUDGET + Duration::from_secs(120);
+    // tansu and the worker share two loaded cores with builds: heartbeats can be late.
+    opts.kafka_config
+        .push(("session.timeout.ms".into(), "45000".into()));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -195,7 +201,9 @@ pub fn stream_scenario(broker: &Broker, dir: &Path, prefix: &str) -> Streamed {
         })
         .unwrap_or_else(|e| panic!("{prefix}: the stream worker failed: {e}"));
     let consume_time = started.elapsed();
+    let complete = holds_all(store.path(), &produced);
     Streamed {
+        complete,
         store,
         produced,
         per_format,
@@ -275,11 +283,8 @@ pub fn compare_with_file_ingest(dir: &Path, streamed: &Path) -> Comparison {
     if file_rows[2] != 0 {
         mismatches.push(format!("{} dead letters from the files", file_rows[2]));
     }
-    if stream_rows[0] != file_rows[0] {
-        mismatches.extend(event_differences(file_store.path(), streamed));
-    }
-    if stream_rows[1] != file_rows[1] {
-        mismatches.extend(metric_differences(file_store.path(), streamed));
+    for table in [Table::Events, Table::Metrics] {
+        mismatches.extend(row_differences(file_store.path(), streamed, table));
     }
     let (fv, sv) = (verdicts(&file_report), verdicts(&stream_report));
     if fv != sv {
@@ -299,9 +304,15 @@ pub fn compare_with_file_ingest(dir: &Path, streamed: &Path) -> Comparison {
     }
 }
 
-/// The values of string columns of a table, row by row (null as `-`).
-fn string_rows(store: &Path, table: Table, names: &[&str]) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
+/// Every row of a table but its `ingest_time`, as text, counted; grouped by
+/// `source/kind` (events) or `source/metric` (metrics).
+fn row_texts(store: &Path, table: Table) -> BTreeMap<String, BTreeMap<String, usize>> {
+    let group_col = match table {
+        Table::Metrics => "metric",
+        _ => "kind",
+    };
+    let options = FormatOptions::default().with_null("null");
+    let mut out: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
     for seg in Store::open(store).expect("store").segments(table) {
         let file = std::fs::File::open(&seg.path).expect("segment");
         let reader = ParquetRecordBatchReaderBuilder::try_new(file)
@@ -310,94 +321,150 @@ fn string_rows(store: &Path, table: Table, names: &[&str]) -> Vec<Vec<String>> {
             .expect("reader");
         for batch in reader {
             let batch = batch.expect("batch");
-            let cols: Vec<StringArray> = names
+            let schema = batch.schema();
+            let columns: Vec<(&str, ArrayFormatter<'_>)> = schema
+                .fields()
                 .iter()
-                .map(|n| {
-                    batch
-                        .column_by_name(n)
-                        .unwrap_or_else(|| panic!("column {n}"))
-                        .as_any()
-                        .downcast_ref::<StringArray>()
-                        .unwrap_or_else(|| panic!("{n} is a string column"))
-                        .clone()
+                .zip(batch.columns())
+                .filter(|(f, _)| f.name() != "ingest_time")
+                .map(|(f, c)| {
+                    let fmt = ArrayFormatter::try_new(c.as_ref(), &options).expect("formatter");
+                    (f.name().as_str(), fmt)
                 })
                 .collect();
+            let text = |name: &str, i: usize| {
+                columns
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, f)| f.value(i).to_string())
+                    .unwrap_or_default()
+            };
             for i in 0..batch.num_rows() {
-                out.push(
-                    cols.iter()
-                        .map(|c| {
-                            if c.is_null(i) {
-                                "-".to_string()
-                            } else {
-                                c.value(i).to_string()
-                            }
-                        })
-                        .collect(),
-                );
+                let group = format!("{}/{}", text("source", i), text(group_col, i));
+                let node = text("node", i);
+                let row = columns
+                    .iter()
+                    .map(|(n, f)| match *n {
+                        "labels" | "attrs" => {
+                            format!("{n}={}", without_hostname(&f.value(i).to_string(), &node))
+                        }
+                        _ => format!("{n}={}", f.value(i)),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                *out.entry(group).or_default().entry(row).or_default() += 1;
             }
         }
     }
     out
 }
 
-/// The events one store has and the other lacks (by `event_id`), a few of each.
-fn event_differences(files: &Path, streamed: &Path) -> Vec<String> {
-    let cols = ["event_id", "source", "kind", "node", "pod", "message"];
-    let by_id = |p: &Path| -> BTreeMap<String, Vec<String>> {
-        string_rows(p, Table::Events, &cols)
-            .into_iter()
-            .map(|r| (r[0].clone(), r))
-            .collect()
-    };
-    let (f, s) = (by_id(files), by_id(streamed));
+/// A formatted `labels`/`attrs` map without dcgm-exporter's `Hostname` label when it names
+/// the row's node. The prometheus decoder keeps `Hostname` (in metrics' `labels` and in
+/// the `attrs` of the events it derives) unless it became the
+/// `node` column: a file has no node hint, so its node comes from `Hostname` (dropped
+/// from labels), while a Kafka message keyed by node takes the key (and keeps
+/// `Hostname`, which on some deployments is the exporter pod's name). Same node, same
+/// rows otherwise.
+fn without_hostname(labels: &str, node: &str) -> String {
+    let entry = format!("Hostname: {node}");
+    labels
+        .replace(&format!("{entry}, "), "")
+        .replace(&format!(", {entry}}}"), "}")
+        .replace(&format!("{{{entry}}}"), "{}")
+}
+
+/// The rows of `table` one store holds and the other does not (compared whole, but for
+/// `ingest_time`), summarized per group with an example of each side.
+fn row_differences(files: &Path, streamed: &Path, table: Table) -> Vec<String> {
+    let (f, s) = (row_texts(files, table), row_texts(streamed, table));
+    let groups: BTreeSet<&String> = f.keys().chain(s.keys()).collect();
+    let empty = BTreeMap::new();
     let mut out = Vec::new();
-    for (name, a, b) in [("streamed", &f, &s), ("file-ingested", &s, &f)] {
-        let missing: Vec<&Vec<String>> = a
-            .iter()
-            .filter(|(id, _)| !b.contains_key(*id))
-            .map(|x| x.1)
-            .collect();
-        if missing.is_empty() {
-            continue;
+    for g in groups {
+        let (a, b) = (f.get(g).unwrap_or(&empty), s.get(g).unwrap_or(&empty));
+        let only = |x: &BTreeMap<String, usize>, y: &BTreeMap<String, usize>| {
+            let mut n = 0;
+            let mut example = None;
+            for (row, count) in x {
+                let extra = count.saturating_sub(y.get(row).copied().unwrap_or(0));
+                if extra > 0 {
+                    n += extra;
+                    example.get_or_insert_with(|| row.chars().take(3000).collect::<String>());
+                }
+            }
+            (n, example)
+        };
+        let (only_files, ex_f) = only(a, b);
+        let (only_stream, ex_s) = only(b, a);
+        if only_files + only_stream > 0 {
+            out.push(format!(
+                "{table} {g}: {only_files} rows only from the files (e.g. {}), {only_stream} only streamed (e.g. {})",
+                ex_f.as_deref().unwrap_or("-"),
+                ex_s.as_deref().unwrap_or("-")
+            ));
         }
-        let mut by_kind: BTreeMap<String, usize> = BTreeMap::new();
-        for r in &missing {
-            *by_kind.entry(format!("{}/{}", r[1], r[2])).or_default() += 1;
-        }
-        out.push(format!(
-            "{} events missing from the {name} store, by source/kind {by_kind:?}; e.g. {:?}",
-            missing.len(),
-            missing.iter().take(3).collect::<Vec<_>>()
-        ));
     }
     out
 }
 
-/// Metric rows per (source, metric, node) that differ between the stores.
-fn metric_differences(files: &Path, streamed: &Path) -> Vec<String> {
-    let count = |p: &Path| {
-        let mut m: BTreeMap<String, i64> = BTreeMap::new();
-        for r in string_rows(p, Table::Metrics, &["source", "metric", "node"]) {
-            *m.entry(r.join("/")).or_default() += 1;
-        }
-        m
-    };
-    let (f, s) = (count(files), count(streamed));
-    let keys: BTreeSet<&String> = f.keys().chain(s.keys()).collect();
-    let diffs: Vec<String> = keys
-        .into_iter()
-        .filter_map(|k| {
-            let (a, b) = (
-                f.get(k).copied().unwrap_or(0),
-                s.get(k).copied().unwrap_or(0),
-            );
-            (a != b).then(|| format!("{k}: {a} from the files, {b} streamed"))
-        })
-        .collect();
-    if diffs.is_empty() {
-        Vec::new()
-    } else {
-        vec![format!("metric rows differ: {}", diffs.join("; "))]
+/// What streaming one scenario and comparing it with its file ingest found.
+pub struct Outcome {
+    pub name: String,
+    pub streamed: Streamed,
+    pub comparison: Comparison,
+    /// One line of figures.
+    pub figures: String,
+    /// Every difference or fault, one sentence each (empty: streaming and files agree).
+    pub problems: Vec<String>,
+}
+
+/// Streams the scenario `name` in `dir` through `broker` (topics `sc-{name}.{format}`)
+/// and compares the result with the file ingest of `dir`.
+pub fn stream_and_compare(broker: &Broker, name: &str, dir: &Path) -> Outcome {
+    let t = Instant::now();
+    let streamed = stream_scenario(broker, dir, &format!("sc-{name}"));
+    let mut problems = Vec::new();
+    if !streamed.complete {
+        let held: i64 = Store::open(streamed.store.path())
+            .map(|s| s.kafka_offsets().values().sum())
+            .unwrap_or(0);
+        problems.push(format!(
+            "the store holds {held} of {} messages after {CONSUME_BUDGET:?}",
+            streamed.messages()
+        ));
+    }
+    if streamed.summary.rejected != 0 {
+        problems.push(format!(
+            "the worker rejected {} records",
+            streamed.summary.rejected
+        ));
+    }
+    let comparison = compare_with_file_ingest(dir, streamed.store.path());
+    problems.extend(comparison.mismatches.iter().cloned());
+    let (s, f) = (comparison.stream_rows, comparison.file_rows);
+    let figures = format!(
+        "{name}: {} messages {:?}; produced in {:.1} s, consumed in {:.1} s; events {} metrics {} \
+         dead {} (files {} / {} / {}); {} slowdowns; {:.1} s in all",
+        streamed.messages(),
+        streamed.per_format,
+        streamed.produce_time.as_secs_f64(),
+        streamed.consume_time.as_secs_f64(),
+        s[0],
+        s[1],
+        s[2],
+        f[0],
+        f[1],
+        f[2],
+        comparison.stream_report.slowdowns.len(),
+        t.elapsed().as_secs_f64()
+    );
+    Outcome {
+        name: name.to_string(),
+        streamed,
+        comparison,
+        figures,
+        problems,
     }
 }
 
@@ -413,54 +480,21 @@ fn every_committed_scenario_streams_to_the_same_rows_and_verdicts_as_file_ingest
         .unwrap_or(3)
         .max(1);
     let queue = Mutex::new(scenarios.iter());
-    // (scenario, messages, figures, mismatches)
-    let results: Mutex<Vec<(String, i64, String, Vec<String>)>> = Mutex::new(Vec::new());
+    // (scenario, messages, problems): the stores are dropped as each scenario ends.
+    let results: Mutex<Vec<(String, i64, Vec<String>)>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| {
                 loop {
                     let next = queue.lock().unwrap().next();
                     let Some((name, dir)) = next else { break };
-                    let t = Instant::now();
-                    let streamed = stream_scenario(&broker, dir, &format!("sc-{name}"));
-                    let mut problems = Vec::new();
-                    if streamed.summary.rejected != 0 {
-                        problems.push(format!(
-                            "the worker rejected {} records",
-                            streamed.summary.rejected
-                        ));
-                    }
-                    if streamed.summary.messages < streamed.messages() as u64 {
-                        problems.push(format!(
-                            "the worker read {} messages of {}",
-                            streamed.summary.messages,
-                            streamed.messages()
-                        ));
-                    }
-                    let cmp = compare_with_file_ingest(dir, streamed.store.path());
-                    problems.extend(cmp.mismatches.iter().cloned());
-                    let line = format!(
-                        "{name}: {} messages {:?}; produced in {:.1} s, consumed in {:.1} s; \
-                         events {} metrics {} dead {} (files {} / {} / {}); {} slowdowns; {:.1} s in all",
-                        streamed.messages(),
-                        streamed.per_format,
-                        streamed.produce_time.as_secs_f64(),
-                        streamed.consume_time.as_secs_f64(),
-                        cmp.stream_rows[0],
-                        cmp.stream_rows[1],
-                        cmp.stream_rows[2],
-                        cmp.file_rows[0],
-                        cmp.file_rows[1],
-                        cmp.file_rows[2],
-                        cmp.stream_report.slowdowns.len(),
-                        t.elapsed().as_secs_f64()
-                    );
-                    eprintln!("{line}");
-                    for p in &problems {
+                    let o = stream_and_compare(&broker, name, dir);
+                    eprintln!("{}", o.figures);
+                    for p in &o.problems {
                         eprintln!("  MISMATCH {name}: {p}");
                     }
-                    let n = streamed.messages();
-                    results.lock().unwrap().push((name.clone(), n, line, problems));
+                    let n = o.streamed.messages();
+                    results.lock().unwrap().push((o.name, n, o.problems));
                 }
             });
         }
@@ -476,8 +510,8 @@ fn every_committed_scenario_streams_to_the_same_rows_and_verdicts_as_file_ingest
     );
     let failed: Vec<String> = results
         .iter()
-        .filter(|r| !r.3.is_empty())
-        .map(|(name, _, _, problems)| format!("{name}:\n  {}", problems.join("\n  ")))
+        .filter(|r| !r.2.is_empty())
+        .map(|(name, _, problems)| format!("{name}:\n  {}", problems.join("\n  ")))
         .collect();
     assert!(
         failed.is_empty(),
