@@ -399,6 +399,13 @@ fn dead_letters_line(d: &RedecodeSummary) -> String {
     if d.partial > 0 {
         let _ = write!(line, ", {} kept whole (rows and rejections)", d.partial);
     }
+    if d.unread > 0 {
+        let _ = write!(
+            line,
+            ", {} kept (the retry format reads nothing in them)",
+            d.unread
+        );
+    }
     if d.not_retried > 0 {
         let _ = write!(line, ", {} not retried", d.not_retried);
     }

@@ -14,6 +14,13 @@
 //! - not retried, kept as is: a payload that was cut at the size cap (it is not the whole
 //!   record), one over the record limit, or a format name no decoder has.
 //!
+//! Letters are decoded as their input was: the letters of one file from one ingest run
+//! (same path, format and `ingest_time`) go through one decoder in line order, so context
+//! a decoder carries between lines (a GPU's identity line, the year of undated lines, the
+//! format `auto` settled on) applies as it would in `whyslow ingest`; each Kafka message is
+//! decoded alone. Context from the lines that were accepted at the time is not in the
+//! letters, so a line that needed it reads as it would alone.
+//!
 //! Exactly once: the recovered rows are appended and the letters removed in the same log
 //! entry ([`StoreWriter::commit_replacing`]), computed under the writer lock from the state
 //! that lock guards, so a crash leaves either both or neither; and the store drops
@@ -69,8 +76,11 @@ pub struct RedecodeSummary {
     /// Letters that decode into rows and rejections: kept whole, as they were.
     pub partial: u64,
     /// Letters not retried (payload cut at the cap, over the record limit, unknown
-    /// format) or, with `retry_format`, read as nothing by that format: kept as they were.
+    /// format): kept as they were.
     pub not_retried: u64,
+    /// With `retry_format`: letters that format reads nothing in (no rows, no rejection):
+    /// kept as they were.
+    pub unread: u64,
     /// `events` rows written from moved letters.
     pub events: u64,
     /// `metrics` rows written from moved letters.
@@ -89,7 +99,7 @@ impl RedecodeSummary {
 
     /// Letters still in `dead_letters`.
     pub fn kept(&self) -> u64 {
-        self.still_failing + self.partial + self.not_retried
+        self.still_failing + self.partial + self.not_retried + self.unread
     }
 }
 
@@ -470,7 +480,7 @@ pub fn redecode(
                     false
                 }
                 Attempt::Skipped => {
-                    summary.not_retried += 1;
+                    summary.unread += 1;
                     true
                 }
                 Attempt::Rejected { reason } => {
