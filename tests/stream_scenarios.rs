@@ -521,3 +521,170 @@ fn every_committed_scenario_streams_to_the_same_rows_and_verdicts_as_file_ingest
         failed.join("\n")
     );
 }
+
+/// Decodes `messages` as the stream worker does (one `MicroBatch`: the same decoders per
+/// topic and format, the same hints from headers, keys and timestamps), without a broker,
+/// into the store at `store`: one commit per `per_commit` messages, with their offsets.
+pub fn decode_in_process(messages: &[ScenarioMessage], store: &Path, per_commit: usize) -> u64 {
+    use whyslow_ingest::Format;
+    use whyslow_ingest::store::{KafkaOffset, StoreWriter};
+    use whyslow_ingest::stream::{Message, MicroBatch};
+    let topic_formats = messages
+        .iter()
+        .map(|m| {
+            let f: Format = m.format.parse().expect("a format name");
+            (m.format.to_string(), f)
+        })
+        .collect();
+    let mut batch = MicroBatch::new(
+        topic_formats,
+        |f| whyslow_ingest::run::decoder_for(f).ok(),
+        || 0,
+    );
+    let mut writer = StoreWriter::open(store).expect("store");
+    let mut next: BTreeMap<&str, i64> = BTreeMap::new();
+    let mut rejected = 0;
+    for (i, m) in messages.iter().enumerate() {
+        let offset = next.entry(m.format).or_default();
+        let headers: Vec<(&str, &str)> = m
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        batch.add(
+            &Message {
+                topic: m.format,
+                partition: 0,
+                offset: *offset,
+                payload: Some(&m.payload),
+                key: m.key.as_deref().map(str::as_bytes),
+                timestamp_ms: Some(m.time_ns.div_euclid(1_000_000)),
+                headers: &headers,
+            },
+            None,
+        );
+        *offset += 1;
+        if (i + 1) % per_commit == 0 || i + 1 == messages.len() {
+            let flushed = batch.take();
+            rejected += flushed.rejected;
+            for (table, b) in flushed.batches {
+                writer.append(table, b).expect("append");
+            }
+            let offsets: Vec<KafkaOffset> = flushed
+                .offsets
+                .into_iter()
+                .map(|((topic, partition), next_offset)| KafkaOffset {
+                    topic,
+                    partition,
+                    next_offset,
+                })
+                .collect();
+            writer.commit(&offsets).expect("commit");
+        }
+    }
+    rejected
+}
+
+/// Writes `files` (relative path, text) under a fresh directory.
+fn scenario_dir(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("dir");
+    for (rel, text) in files {
+        let p = dir.path().join(rel);
+        std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    }
+    dir
+}
+
+/// The `events` rows of a file ingest of `dir` and of its messages decoded in process,
+/// whole but for `ingest_time`, as sorted texts.
+fn events_both_ways(dir: &Path) -> (Vec<String>, Vec<String>) {
+    let (files, streamed) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    ingest_dir(dir, files.path()).expect("file ingest");
+    let messages = scenario_messages(dir).expect("messages");
+    assert_eq!(decode_in_process(&messages, streamed.path(), 1000), 0);
+    let flat = |p: &Path| -> Vec<String> {
+        let mut v: Vec<String> = row_texts(p, Table::Events)
+            .into_values()
+            .flat_map(|m| m.into_iter().flat_map(|(r, n)| std::iter::repeat_n(r, n)))
+            .collect();
+        v.sort();
+        v
+    };
+    (flat(files.path()), flat(streamed.path()))
+}
+
+// Finding: `ContainerLogDecoder` ends a traceback only at the line after its exception
+// line (or at `Decoder::finish`, which file ingest calls at the end of each file). The
+// stream worker never calls `finish`, so a crash's final traceback (a CUDA OOM here) stays
+// held forever: a restarted container writes to a new file, so no later line closes it.
+#[test]
+#[ignore = "finding: the stream worker loses a container's final traceback (container_log.rs holds it until finish)"]
+fn a_traceback_that_ends_a_container_log_is_an_event_streamed_too() {
+    let log = "2026-11-29T10:00:00.000000000Z stderr F Traceback (most recent call last):\n\
+               2026-11-29T10:00:00.000000000Z stderr F   File \"train.py\", line 10, in <module>\n\
+               2026-11-29T10:00:00.000000000Z stderr F torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n";
+    let dir = scenario_dir(&[("pods/ml_trainer-0-abcde_1234/trainer/0.log", log)]);
+    let (files, streamed) = events_both_ways(dir.path());
+    assert_eq!(files.len(), 1, "file ingest: {files:?}");
+    assert_eq!(streamed, files);
+}
+
+// Finding: `KmsgDecoder` folds OOM kills of one pid within 60 s (`last_oom`) whatever the
+// node; file ingest resets it per file (per node), a stream topic has one decoder for all
+// nodes, so node-b's kill is dropped.
+#[test]
+#[ignore = "finding: kmsg folds OOM kills of the same pid across nodes in a stream (last_oom is not per node)"]
+fn oom_kills_of_one_pid_on_two_nodes_are_two_events_streamed_too() {
+    let line = |t: &str, node: &str| {
+        format!(
+            "2026-11-29T10:00:{t}.000000+00:00 {node} kernel: Out of memory: Killed process 4242 (python) total-vm:1234kB, anon-rss:512kB, file-rss:0kB\n"
+        )
+    };
+    let (a, b) = (line("00", "node-a"), line("30", "node-b"));
+    let dir = scenario_dir(&[("kernel/node-a.log", &a), ("kernel/node-b.log", &b)]);
+    let (files, streamed) = events_both_ways(dir.path());
+    assert_eq!(files.len(), 2, "file ingest: {files:?}");
+    assert_eq!(streamed, files);
+}
+
+// Finding: `KmsgDecoder` remembers `NVRM: GPU at PCI:…: GPU-<uuid>` lines by PCI address
+// only; nodes of one type share PCI layouts, so in a stream an Xid of node-b gets the
+// uuid of node-a's GPU at the same address (file ingest resets it per file).
+#[test]
+#[ignore = "finding: kmsg gives an Xid the GPU uuid of another node in a stream (gpu_uuids is not per node)"]
+fn an_xid_names_the_uuid_of_its_own_nodes_gpu_streamed_too() {
+    let a = "2026-11-29T10:00:00.000000+00:00 node-a kernel: NVRM: GPU at PCI:0000:91:00: GPU-aaaaaaaa-0000-0000-0000-000000000000\n";
+    let b = "2026-11-29T10:00:05.000000+00:00 node-b kernel: NVRM: Xid (PCI:0000:91:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n";
+    let dir = scenario_dir(&[("kernel/node-a.log", a), ("kernel/node-b.log", b)]);
+    let (files, streamed) = events_both_ways(dir.path());
+    assert_eq!(files.len(), 1, "file ingest: {files:?}");
+    assert_eq!(streamed, files);
+}
+
+/// Without a broker: every committed scenario's messages, decoded as the worker decodes
+/// them, give the rows of its file ingest (the decoders behave the same per message as
+/// per file on every scenario).
+#[test]
+fn every_committed_scenario_decodes_per_message_as_per_file() {
+    let mut problems = Vec::new();
+    for (name, dir) in committed_scenarios() {
+        let (files, streamed) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        ingest_dir(&dir, files.path()).expect("file ingest");
+        let messages = scenario_messages(&dir).expect("messages");
+        let rejected = decode_in_process(&messages, streamed.path(), 5000);
+        if rejected != 0 {
+            problems.push(format!("{name}: {rejected} messages rejected"));
+        }
+        let (f, s) = (rows(files.path()), rows(streamed.path()));
+        if f != s || f[2] != 0 {
+            problems.push(format!("{name}: rows {f:?} from the files, {s:?} decoded"));
+        }
+        for table in [Table::Events, Table::Metrics] {
+            for d in row_differences(files.path(), streamed.path(), table) {
+                problems.push(format!("{name}: {d}"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
