@@ -688,3 +688,44 @@ fn every_committed_scenario_decodes_per_message_as_per_file() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+// Finding: worker.rs's loop reads `if let Some(since) = lock(&health).down_since && …`
+// and locks `health` again inside the block; the first guard lives to the end of the
+// block (edition 2024 `if let` scope), so the worker deadlocks instead of exiting 1 when
+// the broker stays unreachable past `--retry-budget` (seen with gdb in a stalled run).
+#[test]
+#[ignore = "finding: the stream worker deadlocks when its retry budget runs out (worker.rs locks `health` twice)"]
+fn an_unreachable_broker_ends_the_worker_after_its_retry_budget() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let store = tempfile::tempdir().unwrap();
+    let mut opts = StreamOptions::new(
+        store.path().to_path_buf(),
+        &format!("127.0.0.1:{port}"),
+        "nobody",
+        vec![TopicSpec::parse("t=envelope").unwrap()],
+    );
+    opts.retry_budget = Duration::from_secs(2);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let r = rt.block_on(stream::run(
+            opts,
+            |f| whyslow_ingest::run::decoder_for(f).ok(),
+            None,
+            std::future::pending(),
+        ));
+        let _ = tx.send(r.map(|_| ()).map_err(|e| e.to_string()));
+    });
+    let ended = rx.recv_timeout(Duration::from_secs(30));
+    let err = ended
+        .expect("the worker did not stop within 30 s of a 2 s retry budget")
+        .expect_err("an unreachable broker is an error");
+    assert!(err.contains(&port.to_string()), "{err}");
+}
