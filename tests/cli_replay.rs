@@ -159,3 +159,81 @@ fn bad_usage_and_a_missing_store() {
     );
     assert!(!missing.exists(), "replay does not create a store");
 }
+
+/// `lines` distinct kernel Xid lines, one millisecond apart.
+fn xid_log(lines: usize) -> String {
+    let mut s = String::with_capacity(lines * 200);
+    for i in 0..lines {
+        let (sec, ms) = (i / 1000, i % 1000);
+        s.push_str(&format!(
+            "2024-11-15T12:{:02}:{:02},{ms:03}000+00:00 NVRM: Xid (PCI:0000:{:02x}:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer.\n",
+            sec / 60 % 60,
+            sec % 60,
+            i % 8 + 0x19
+        ));
+    }
+    s
+}
+
+#[test]
+fn a_replay_killed_at_any_point_leaves_letters_or_rows_never_both_and_a_rerun_completes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let kernel = tmp.path().join("gpu-node-1.log");
+    let n: u64 = 100_000;
+    std::fs::write(&kernel, xid_log(n as usize)).unwrap();
+    ok(whyslow(&store)
+        .args(["ingest", "--no-progress", "--format", "envelope"])
+        .arg(&kernel));
+    assert_eq!(Store::open(&store).unwrap().rows(Table::DeadLetters), n);
+
+    let replay = || {
+        let mut c = whyslow(&store);
+        c.args(["replay", "--dead-letters-only", "--retry-format", "kmsg"]);
+        c
+    };
+    // Time one full replay on a copy to aim the kills inside it.
+    let copy = tmp.path().join("copy");
+    let status = Command::new("cp")
+        .arg("-r")
+        .arg(&store)
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let started = std::time::Instant::now();
+    let mut c = whyslow(&copy);
+    let out = ok(c.args(["replay", "--dead-letters-only", "--retry-format", "kmsg"]));
+    let full = started.elapsed();
+    assert!(out.contains(&format!("{n} moved ({n} events")), "{out}");
+
+    // Kills spread over the decoding and around the commit at the end.
+    for percent in [20u32, 50, 80, 90, 95, 100, 110] {
+        let mut child = replay()
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(full * percent / 100);
+        child.kill().unwrap(); // SIGKILL, if it is still running
+        child.wait().unwrap();
+        let s = Store::open(&store).unwrap();
+        let (events, letters) = (s.rows(Table::Events), s.rows(Table::DeadLetters));
+        assert!(
+            (events, letters) == (0, n) || (events, letters) == (n, 0),
+            "after a kill at {percent}% of a replay: {events} events and {letters} letters"
+        );
+    }
+    let out = ok(&mut replay());
+    let s = Store::open(&store).unwrap();
+    assert_eq!(
+        (s.rows(Table::Events), s.rows(Table::DeadLetters)),
+        (n, 0),
+        "{out}"
+    );
+    let version = s.version();
+    let out = ok(&mut replay());
+    assert!(out.starts_with("dead letters: 0 retried"), "{out}");
+    assert_eq!(Store::open(&store).unwrap().version(), version);
+    eprintln!("replay of {n} dead letters (debug build): {full:?}");
+}
