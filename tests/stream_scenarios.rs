@@ -149,8 +149,14 @@ fn holds_all(path: &Path, produced: &BTreeMap<String, i64>) -> bool {
 
 /// Streams the scenario in `dir` through `broker` (topics `{prefix}.{format}`, consumer
 /// group `{prefix}`) into a fresh store with the library worker, until the store holds
-/// every message produced; then stops the worker.
-pub fn stream_scenario(broker: &Broker, dir: &Path, prefix: &str) -> Streamed {
+/// every message produced; then stops the worker. `observer` is told about every commit
+/// (the live analyzers, for a test of live incidents).
+pub fn stream_scenario(
+    broker: &Broker,
+    dir: &Path,
+    prefix: &str,
+    observer: Option<Box<dyn stream::CommitObserver>>,
+) -> Streamed {
     let messages = scenario_messages(dir).expect("scenario messages");
     let mut per_format = BTreeMap::new();
     for m in &messages {
@@ -194,7 +200,7 @@ pub fn stream_scenario(broker: &Broker, dir: &Path, prefix: &str) -> Streamed {
             stream::run(
                 opts,
                 |f| whyslow_ingest::run::decoder_for(f).ok(),
-                None,
+                observer,
                 shutdown,
             )
             .await
@@ -419,11 +425,17 @@ pub struct Outcome {
     pub problems: Vec<String>,
 }
 
-/// Streams the scenario `name` in `dir` through `broker` (topics `sc-{name}.{format}`)
-/// and compares the result with the file ingest of `dir`.
-pub fn stream_and_compare(broker: &Broker, name: &str, dir: &Path) -> Outcome {
+/// Streams the scenario `name` in `dir` through `broker` (topics `sc-{name}.{format}`,
+/// `observer` told about each commit) and compares the result with the file ingest of
+/// `dir`.
+pub fn stream_and_compare(
+    broker: &Broker,
+    name: &str,
+    dir: &Path,
+    observer: Option<Box<dyn stream::CommitObserver>>,
+) -> Outcome {
     let t = Instant::now();
-    let streamed = stream_scenario(broker, dir, &format!("sc-{name}"));
+    let streamed = stream_scenario(broker, dir, &format!("sc-{name}"), observer);
     let mut problems = Vec::new();
     if !streamed.complete {
         let held: i64 = Store::open(streamed.store.path())
@@ -488,7 +500,7 @@ fn every_committed_scenario_streams_to_the_same_rows_and_verdicts_as_file_ingest
                 loop {
                     let next = queue.lock().unwrap().next();
                     let Some((name, dir)) = next else { break };
-                    let o = stream_and_compare(&broker, name, dir);
+                    let o = stream_and_compare(&broker, name, dir, None);
                     eprintln!("{}", o.figures);
                     for p in &o.problems {
                         eprintln!("  MISMATCH {name}: {p}");
