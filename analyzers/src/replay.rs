@@ -13,7 +13,11 @@ use std::path::PathBuf;
 use arrow::array::RecordBatch;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::prelude::SessionContext;
-use whyslow_ingest::redecode::{RedecodeError, RedecodeOptions, RedecodeSummary, redecode_store};
+use whyslow_ingest::redecode::{
+    LOCK_PATIENCE, RedecodeError, RedecodeOptions, RedecodeSummary, redecode_store,
+};
+use whyslow_ingest::store::StoreWriter;
+use whyslow_schemas::Table;
 
 use crate::AnalyzeError;
 use crate::analyze::{Selection, analyze};
@@ -232,7 +236,17 @@ pub async fn rebuild(store: &std::path::Path) -> Result<DerivedSummary, ReplayEr
     let same = rendered(&old_slowdowns)? == rendered(&new_slowdowns)?
         && rendered(&old_causes)? == rendered(&new_causes)?;
     if !same {
-        crate::output::persist(store, &analysis)?;
+        let err = |e: whyslow_ingest::store::StoreError| AnalyzeError::Store {
+            path: store.display().to_string(),
+            detail: e.to_string(),
+        };
+        // Waits while a stream worker commits; one log entry for both tables.
+        let mut w = StoreWriter::open_waiting(store, LOCK_PATIENCE).map_err(err)?;
+        w.replace_tables(vec![
+            (Table::Slowdowns, new_slowdowns),
+            (Table::Causes, new_causes),
+        ])
+        .map_err(err)?;
         summary.rewritten = true;
     }
     Ok(summary)

@@ -37,6 +37,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use arrow::array::{
     Array, ArrayRef, BinaryArray, BooleanArray, RecordBatch, StringArray, StringBuilder,
@@ -455,13 +456,18 @@ impl<'a> LetterColumns<'a> {
     }
 }
 
-/// Retries every dead letter of the store at `root` (opened for writing: fails if another
-/// writer holds it) and commits what changed.
+/// How long a replay waits for the writer lock while a stream worker commits.
+pub const LOCK_PATIENCE: Duration = Duration::from_secs(120);
+
+/// Retries every dead letter of the store at `root` and commits what changed. The store
+/// is opened for writing, waiting up to [`LOCK_PATIENCE`] while another writer (a stream
+/// worker's commit) holds it, and held from reading the letters to the commit, so no
+/// letter is added or removed in between.
 pub fn redecode_store(
     root: &Path,
     opts: &RedecodeOptions,
 ) -> Result<RedecodeSummary, RedecodeError> {
-    let mut writer = StoreWriter::open(root)?;
+    let mut writer = StoreWriter::open_waiting(root, LOCK_PATIENCE)?;
     redecode(&mut writer, opts)
 }
 
