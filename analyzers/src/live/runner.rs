@@ -59,7 +59,7 @@ pub struct LiveSummary {
 
 /// A commit observer that runs the analyzers on a thread of its own.
 pub struct LiveAnalyzer {
-    tx: Option<Sender<Option<(i64, i64)>>>,
+    tx: Option<Sender<Committed>>,
     thread: Option<JoinHandle<LiveSummary>>,
     summary: LiveSummary,
 }
@@ -97,7 +97,7 @@ impl CommitObserver for LiveAnalyzer {
     fn committed(&mut self, _store: &Store, commit: &Committed) {
         if let Some(tx) = &self.tx {
             // The thread only stops after `stop`, so sending cannot fail before it.
-            let _ = tx.send(commit.arrivals);
+            let _ = tx.send(*commit);
         }
     }
 
@@ -113,7 +113,7 @@ impl Drop for LiveAnalyzer {
 }
 
 /// The analyzer thread: one analysis per wake-up, however many commits it covers.
-fn serve(opts: LiveOptions, rx: Receiver<Option<(i64, i64)>>) -> LiveSummary {
+fn serve(opts: LiveOptions, rx: Receiver<Committed>) -> LiveSummary {
     let mut summary = LiveSummary::default();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -131,11 +131,16 @@ fn serve(opts: LiveOptions, rx: Receiver<Option<(i64, i64)>>) -> LiveSummary {
         .map(|c| HookRunner::start(c, opts.on_incident_timeout));
     let mut tracker = Tracker::new();
     while let Ok(first) = rx.recv() {
-        let mut earliest = first.map(|a| a.0);
+        let mut earliest = first.arrivals.map(|a| a.0);
+        let mut written = first.rows_written;
         while let Ok(more) = rx.try_recv() {
-            if let Some((lo, _)) = more {
+            written += more.rows_written;
+            if let Some((lo, _)) = more.arrivals {
                 earliest = Some(earliest.map_or(lo, |e| e.min(lo)));
             }
+        }
+        if written == 0 {
+            continue; // only redelivered or duplicate rows: nothing new to analyze
         }
         summary.analyses += 1;
         let revisions = match runtime.block_on(analyze_window(&opts)) {

@@ -300,10 +300,15 @@ pub async fn run(
         if let Some(e) = lock(&failure).take() {
             break Err(e);
         }
-        if let Some(since) = lock(&health).down_since
-            && since.elapsed() > opts.retry_budget
-        {
-            let last = lock(&health).last_error.clone().unwrap_or_default();
+        // One guard for both reads: a second `lock` while the `if let` scrutinee's guard
+        // lives would deadlock.
+        let outage = {
+            let h = lock(&health);
+            h.down_since
+                .filter(|since| since.elapsed() > opts.retry_budget)
+                .map(|_| h.last_error.clone().unwrap_or_default())
+        };
+        if let Some(last) = outage {
             break Err(StreamError::BrokerUnreachable {
                 brokers: opts.brokers.clone(),
                 budget: opts.retry_budget,
