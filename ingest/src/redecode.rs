@@ -141,11 +141,13 @@ pub enum RedecodeError {
 pub enum SourceRef<'a> {
     /// `path:line` (a file, or `-` for stdin).
     File { path: &'a str, line: u64 },
-    /// `topic/partition/offset`.
+    /// `topic/partition/offset`, or `topic/partition/offset line N` for one line of a
+    /// multi-line message rejected on its own.
     Kafka {
         topic: &'a str,
         partition: i32,
         offset: i64,
+        line: Option<u64>,
     },
     /// Anything else (kept verbatim).
     Other(&'a str),
@@ -162,6 +164,22 @@ impl<'a> SourceRef<'a> {
         {
             return SourceRef::File { path, line };
         }
+        if let Some((message, n)) = s.rsplit_once(" line ")
+            && let Ok(n) = n.parse::<u64>()
+            && let SourceRef::Kafka {
+                topic,
+                partition,
+                offset,
+                line: None,
+            } = SourceRef::parse(message)
+        {
+            return SourceRef::Kafka {
+                topic,
+                partition,
+                offset,
+                line: Some(n),
+            };
+        }
         let mut parts = s.rsplitn(3, '/');
         if let (Some(offset), Some(partition), Some(topic)) =
             (parts.next(), parts.next(), parts.next())
@@ -172,6 +190,7 @@ impl<'a> SourceRef<'a> {
                 topic,
                 partition,
                 offset,
+                line: None,
             };
         }
         SourceRef::Other(s)
@@ -186,6 +205,7 @@ impl<'a> SourceRef<'a> {
                 topic,
                 partition,
                 offset,
+                ..
             } => Origin::Kafka {
                 topic,
                 partition,
@@ -494,26 +514,28 @@ pub fn redecode(
         columns.push(LetterColumns::of(batch, path)?);
     }
     // Letters by input: a file's letters of one ingest run (same path, format and
-    // ingest time) in line order; every Kafka message alone.
-    let mut order: Vec<(InputKey<'_>, u64, usize, usize)> = Vec::new();
+    // ingest time) in line order; a Kafka partition's letters of one format in offset
+    // order (and line order within a message).
+    let mut order: Vec<(InputKey<'_>, (u64, u64), usize, usize)> = Vec::new();
     for (b, cols) in columns.iter().enumerate() {
         for i in 0..cols.len() {
             let l = cols.letter(i);
-            let (key, line) = match SourceRef::parse(l.source_ref) {
+            let (key, at) = match SourceRef::parse(l.source_ref) {
                 SourceRef::File { path, line } => {
-                    (InputKey::File(path, l.format, l.ingest_time_ns), line)
+                    (InputKey::File(path, l.format, l.ingest_time_ns), (line, 0))
                 }
                 SourceRef::Kafka {
                     topic,
                     partition,
                     offset,
+                    line,
                 } => (
                     InputKey::Kafka(topic, partition, l.format),
-                    u64::try_from(offset).unwrap_or(0),
+                    (u64::try_from(offset).unwrap_or(0), line.unwrap_or(0)),
                 ),
-                SourceRef::Other(_) => (InputKey::Alone(b, i), 0),
+                SourceRef::Other(_) => (InputKey::Alone(b, i), (0, 0)),
             };
-            order.push((key, line, b, i));
+            order.push((key, at, b, i));
         }
     }
     order.sort_unstable();
@@ -561,7 +583,14 @@ pub fn redecode(
                 }
                 Attempt::Rejected { reason } => {
                     summary.still_failing += 1;
-                    if opts.retry_format.is_none() && !reason.is_empty() && reason != error {
+                    // A line of a message, retried alone, cannot say which line it was:
+                    // its recorded reason, which does, stays.
+                    let part = matches!(
+                        SourceRef::parse(letter.source_ref),
+                        SourceRef::Kafka { line: Some(_), .. }
+                    );
+                    if opts.retry_format.is_none() && !part && !reason.is_empty() && reason != error
+                    {
                         summary.reasons_updated += 1;
                         error = reason;
                         changed = true;
@@ -682,7 +711,17 @@ mod tests {
             SourceRef::Kafka {
                 topic: "k8s.events",
                 partition: 2,
-                offset: 1044
+                offset: 1044,
+                line: None
+            }
+        );
+        assert_eq!(
+            SourceRef::parse("dcgm/0/7 line 3"),
+            SourceRef::Kafka {
+                topic: "dcgm",
+                partition: 0,
+                offset: 7,
+                line: Some(3)
             }
         );
         assert_eq!(
@@ -692,7 +731,16 @@ mod tests {
                 line: 9
             }
         );
-        for other in ["", ":4", "/1/2", "topic/x/3", "file.log", "a:b"] {
+        for other in [
+            "",
+            ":4",
+            "/1/2",
+            "topic/x/3",
+            "file.log",
+            "a:b",
+            "a line 3",
+            "t/0/x line 2",
+        ] {
             assert_eq!(SourceRef::parse(other), SourceRef::Other(other), "{other}");
         }
     }
@@ -857,6 +905,40 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         assert_eq!(store.rows(Table::Events), 2);
         assert_eq!(store.rows(Table::DeadLetters), 1);
+    }
+
+    /// A bad line of a multi-line Kafka message, as the decoder itself rejects it.
+    #[test]
+    fn a_line_of_a_kafka_message_keeps_its_reason() {
+        let scrape = "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",Hostname=\"n1\"} 31 1732000000000\nDCGM_FI_DEV_GPU_TEMP{gpu=\"1\" 31\n";
+        let mut out = Output::new(1_795_910_400_000_000_000);
+        let mut d = decoder_for(Format::Prometheus).unwrap();
+        let origin = Origin::Kafka {
+            topic: "dcgm",
+            partition: 0,
+            offset: 7,
+        };
+        d.decode(scrape.as_bytes(), &origin, &Hints::default(), &mut out);
+        assert_eq!(out.dead.len(), 1);
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = StoreWriter::open(dir.path()).unwrap();
+        let dead = out.dead.finish();
+        let r = dead
+            .column_by_name("source_ref")
+            .unwrap()
+            .as_string::<i32>();
+        assert_eq!(r.value(0), "dcgm/0/7 line 2");
+        w.append(Table::DeadLetters, dead).unwrap();
+        w.commit(&[]).unwrap();
+        drop(w);
+        let version = Store::open(dir.path()).unwrap().version();
+        let s = redecode_store(dir.path(), &RedecodeOptions::default()).unwrap();
+        assert_eq!(
+            (s.still_failing, s.reasons_updated, s.version),
+            (1, 0, None),
+            "{s:?}"
+        );
+        assert_eq!(Store::open(dir.path()).unwrap().version(), version);
     }
 
     #[test]
