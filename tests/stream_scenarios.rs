@@ -704,12 +704,10 @@ fn every_committed_scenario_decodes_per_message_as_per_file() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-// Finding: worker.rs's loop reads `if let Some(since) = lock(&health).down_since && …`
-// and locks `health` again inside the block; the first guard lives to the end of the
-// block (edition 2024 `if let` scope), so the worker deadlocks instead of exiting 1 when
-// the broker stays unreachable past `--retry-budget` (seen with gdb in a stalled run).
+// Found here: worker.rs once locked `health` twice (the `if let` scrutinee's guard lives
+// through the block), so the worker deadlocked instead of exiting 1 when the broker stayed
+// unreachable past `--retry-budget`.
 #[test]
-#[ignore = "finding: the stream worker deadlocks when its retry budget runs out (worker.rs locks `health` twice)"]
 fn an_unreachable_broker_ends_the_worker_after_its_retry_budget() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
