@@ -10,7 +10,9 @@
 //! - rejected again: **kept**; with its recorded format, its `error` becomes today's reason
 //!   when that differs (the stale reason would send a reader after a fixed bug); with
 //!   another format (`retry_format`) it is kept exactly as it was;
-//! - rows *and* rejections: **kept as is** (moving it would lose the rejected part);
+//! - rows *and* rejections: **kept as is** (moving it would lose the rejected part); so
+//!   are the letters without rows of their own in the same input (rows a decoder holds
+//!   back, like a traceback, come out with a later record);
 //! - not retried, kept as is: a payload that was cut at the size cap (it is not the whole
 //!   record), one over the record limit, or a format name no decoder has.
 //!
@@ -76,7 +78,9 @@ pub struct RedecodeSummary {
     pub still_failing: u64,
     /// Of those, letters whose `error` now says today's reason.
     pub reasons_updated: u64,
-    /// Letters that decode into rows and rejections: kept whole, as they were.
+    /// Letters that decode into rows and rejections, and letters without rows of their
+    /// own decoded in the same input as one (rows a decoder held back may be theirs):
+    /// kept whole, as they were.
     pub partial: u64,
     /// Letters not retried (payload cut at the cap, over the record limit, unknown
     /// format): kept as they were.
@@ -240,7 +244,8 @@ pub enum Attempt {
     Skipped,
     /// Rejected whole again, for this reason (the first one given).
     Rejected { reason: String },
-    /// Rows and rejections: kept whole.
+    /// Rows and rejections (or no rows, in an input where another letter has both): kept
+    /// whole.
     Partial,
     /// Not retried, for this reason.
     NotRetried(&'static str),
@@ -377,6 +382,15 @@ pub fn retry_input(
         next = start;
     }
     attempts.reverse();
+    // Rows a decoder holds back (a traceback) come out with a later letter; when one is
+    // kept whole, letters without rows of their own may be what led to them: kept too.
+    if attempts.contains(&Attempt::Partial) {
+        for a in &mut attempts {
+            if *a == Attempt::Skipped {
+                *a = Attempt::Partial;
+            }
+        }
+    }
     match (
         keep_rows(&events, keep_events),
         keep_rows(&metrics, keep_metrics),
@@ -939,6 +953,26 @@ mod tests {
             "{s:?}"
         );
         assert_eq!(Store::open(dir.path()).unwrap().version(), version);
+    }
+
+    #[test]
+    fn a_letter_with_rows_and_rejections_keeps_its_input_s_rowless_letters() {
+        let comment = b"# HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (in C).\n";
+        let mixed = b"DCGM_FI_DEV_GPU_TEMP{gpu=\"0\"} 31 1732000000000\nDCGM_FI_DEV_GPU_TEMP{gpu=\"1\" 31\n";
+        let alone = retry_letter(
+            &letter("dcgm/0/1", "prometheus", comment),
+            None,
+            &Hints::default(),
+            5,
+        );
+        assert_eq!(alone.attempts, [Attempt::Skipped]);
+        let letters = [
+            letter("dcgm/0/1", "prometheus", comment),
+            letter("dcgm/0/2", "prometheus", mixed),
+        ];
+        let r = retry_input(&letters, None, &Hints::default(), 5);
+        assert_eq!(r.attempts, [Attempt::Partial, Attempt::Partial]);
+        assert_eq!(r.events.num_rows() + r.metrics.num_rows(), 0);
     }
 
     #[test]
