@@ -163,6 +163,10 @@ pub struct ReplayArgs {
     /// ingest with the wrong --format).
     #[arg(long)]
     pub retry_format: Option<String>,
+    /// Retry only the dead letters whose source starts with this (a file, a directory, a
+    /// topic), e.g. to give one node's kernel log its --boot-time.
+    #[arg(long)]
+    pub source: Option<String>,
     /// As for ingest: the node for records that do not name one.
     #[arg(long)]
     pub node: Option<String>,
@@ -271,6 +275,7 @@ fn replay(store: PathBuf, a: ReplayArgs) -> Result<()> {
     req.dead_letters = !a.derived_only;
     req.derived = !a.dead_letters_only;
     req.redecode.retry_format = a.retry_format.map(|f| f.parse()).transpose().map_err(usage)?;
+    req.redecode.source_prefix = a.source;
     req.redecode.hints = Hints {
         path: None,
         node: a.node,

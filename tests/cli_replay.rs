@@ -123,15 +123,45 @@ fn a_wrong_format_is_recovered_with_retry_format() {
     );
     assert!(!out.contains("slowdowns:"), "{out}");
 
-    let out = ok(whyslow(&store).args(["replay", "--dead-letters-only", "--retry-format", "kmsg"]));
+    // A second kernel log ingested just as wrongly; only the first is retried.
+    let other =
+        fixtures().join("samples/xid-kernel-logs/gpud-dmesg-time-format-iso-peermem-and-xid.log");
+    ok(whyslow(&store)
+        .args(["ingest", "--no-progress", "--format", "envelope"])
+        .arg(&other));
+    let all = Store::open(&store).unwrap().rows(Table::DeadLetters);
+    assert!(all > letters);
+
+    let out = ok(whyslow(&store)
+        .args([
+            "replay",
+            "--dead-letters-only",
+            "--retry-format",
+            "kmsg",
+            "--source",
+        ])
+        .arg(&kernel));
+    assert!(
+        out.starts_with(&format!("dead letters: {letters} retried: ")),
+        "{out}"
+    );
     let events = Store::open(&store).unwrap().rows(Table::Events);
     assert!(events > 0, "{out}");
     assert!(
         out.contains(&format!("moved ({events} events, 0 metrics written")),
         "{out}"
     );
+    let left = Store::open(&store).unwrap().rows(Table::DeadLetters);
+    assert!(left < all && left >= all - letters, "{out}");
+
+    // Then the rest, with auto: the second file's letters are the only ones it reads.
+    let out = ok(whyslow(&store).args(["replay", "--dead-letters-only", "--retry-format", "auto"]));
     assert!(
-        Store::open(&store).unwrap().rows(Table::DeadLetters) < letters,
+        out.starts_with(&format!("dead letters: {left} retried: ")),
+        "{out}"
+    );
+    assert!(
+        Store::open(&store).unwrap().rows(Table::Events) > events,
         "{out}"
     );
 }

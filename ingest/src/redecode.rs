@@ -63,12 +63,15 @@ pub struct RedecodeOptions {
     /// What the command line says about records that do not say it themselves, as for
     /// `whyslow ingest` (`path` is ignored: it comes from each letter's `source_ref`).
     pub hints: Hints,
+    /// Retry only the letters whose `source_ref` starts with this (a file, a directory, a
+    /// topic: where the hints apply); the others are left as they are, uncounted.
+    pub source_prefix: Option<String>,
 }
 
 /// What a retry of the dead letters did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RedecodeSummary {
-    /// Dead letters read.
+    /// Dead letters retried (all, or those `source_prefix` selects).
     pub letters: u64,
     /// Letters that now decode into rows: moved to `events`/`metrics`.
     pub moved: u64,
@@ -534,6 +537,11 @@ pub fn redecode(
     for (b, cols) in columns.iter().enumerate() {
         for i in 0..cols.len() {
             let l = cols.letter(i);
+            if let Some(prefix) = &opts.source_prefix
+                && !l.source_ref.starts_with(prefix.as_str())
+            {
+                continue;
+            }
             let (key, at) = match SourceRef::parse(l.source_ref) {
                 SourceRef::File { path, line } => {
                     (InputKey::File(path, l.format, l.ingest_time_ns), (line, 0))
@@ -579,9 +587,14 @@ pub fn redecode(
         let mut errors = StringBuilder::new();
         for (i, attempt) in tried.into_iter().enumerate() {
             let letter = cols.letter(i);
-            summary.letters += 1;
-            let attempt = attempt.unwrap_or(Attempt::NotRetried("not reached"));
             let mut error = letter.error.to_string();
+            let Some(attempt) = attempt else {
+                // Not selected: left as it is.
+                keep.push(true);
+                errors.append_value(&error);
+                continue;
+            };
+            summary.letters += 1;
             let stays = match attempt {
                 Attempt::Moved => {
                     summary.moved += 1;
@@ -973,6 +986,48 @@ mod tests {
         let r = retry_input(&letters, None, &Hints::default(), 5);
         assert_eq!(r.attempts, [Attempt::Partial, Attempt::Partial]);
         assert_eq!(r.events.num_rows() + r.metrics.num_rows(), 0);
+    }
+
+    #[test]
+    fn only_the_selected_letters_are_retried() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut w = StoreWriter::open(dir.path()).unwrap();
+            w.append(
+                Table::DeadLetters,
+                dead_letters(&[
+                    ("/logs/node-7.kmsg:1", "kmsg", RAW_XID.as_bytes()),
+                    ("/logs/node-8.kmsg:1", "kmsg", RAW_XID.as_bytes()),
+                ]),
+            )
+            .unwrap();
+            w.commit(&[]).unwrap();
+        }
+        // The boot time is node-7's: only its letters get it.
+        let opts = RedecodeOptions {
+            hints: Hints {
+                boot_time_ns: Some(1_795_910_400_000_000_000),
+                ..Hints::default()
+            },
+            source_prefix: Some("/logs/node-7.".into()),
+            ..RedecodeOptions::default()
+        };
+        let s = redecode_store(dir.path(), &opts).unwrap();
+        assert_eq!((s.letters, s.moved, s.events), (1, 1, 1), "{s:?}");
+        let store = Store::open(dir.path()).unwrap();
+        let left = read_dead_refs(&store);
+        assert_eq!(left, ["/logs/node-8.kmsg:1"]);
+    }
+
+    fn read_dead_refs(store: &Store) -> Vec<String> {
+        let mut out = Vec::new();
+        for seg in store.segments(Table::DeadLetters) {
+            for b in segment::read_parquet(&seg.path).unwrap() {
+                let r = b.column_by_name("source_ref").unwrap().as_string::<i32>();
+                out.extend((0..b.num_rows()).map(|i| r.value(i).to_string()));
+            }
+        }
+        out
     }
 
     #[test]
