@@ -473,8 +473,8 @@ fn change_line(c: &SlowdownChange) -> String {
     }
 }
 
-/// A session over the store at `store` (for callers that compare derived tables).
-pub async fn session(store: &std::path::Path) -> Result<SessionContext, AnalyzeError> {
+/// A session over the store at `store`.
+async fn session(store: &std::path::Path) -> Result<SessionContext, AnalyzeError> {
     whyslow_queries::open_session(store)
         .await
         .map_err(|e| AnalyzeError::Store {
