@@ -2,7 +2,9 @@
 //! (tansu) as its cluster's shippers would send it (`whyslow_fixtures::messages`) and
 //! consumed by the stream worker into a fresh store, gives the same `events`/`metrics`
 //! rows (compared whole, but for `ingest_time`), no dead letters, and the same slowdowns
-//! and verdicts as `whyslow ingest` of its files. The same comparison without a broker
+//! and verdicts as `whyslow ingest` of its files; and the live analyzers running in the
+//! worker leave, as the latest revision of each incident that stands, exactly the
+//! slowdowns of the batch report over the streamed store. The same comparison without a broker
 //! (messages decoded through the worker's `MicroBatch` in process) isolates the decoders;
 //! the `#[ignore]`d tests reproduce per-message/per-file differences found on purpose-made
 //! inputs, to be un-ignored when fixed.
@@ -26,6 +28,7 @@ use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedPr
 use support::broker::Broker;
 use whyslow_analyzers::Selection;
 use whyslow_analyzers::command::{analyze_store, ingest_dir};
+use whyslow_analyzers::live::{LiveAnalyzer, LiveOptions};
 use whyslow_analyzers::report::Report;
 use whyslow_fixtures::messages::{ScenarioMessage, scenario_messages};
 use whyslow_ingest::store::Store;
@@ -152,14 +155,9 @@ fn holds_all(path: &Path, produced: &BTreeMap<String, i64>) -> bool {
 
 /// Streams the scenario in `dir` through `broker` (topics `{prefix}.{format}`, consumer
 /// group `{prefix}`) into a fresh store with the library worker, until the store holds
-/// every message produced; then stops the worker. `observer` is told about every commit
-/// (the live analyzers, for a test of live incidents).
-pub fn stream_scenario(
-    broker: &Broker,
-    dir: &Path,
-    prefix: &str,
-    observer: Option<Box<dyn stream::CommitObserver>>,
-) -> Streamed {
+/// every message produced; then stops the worker. With `live`, the worker runs the live
+/// analyzers (as `whyslow stream` does), which append incidents to the store.
+pub fn stream_scenario(broker: &Broker, dir: &Path, prefix: &str, live: bool) -> Streamed {
     let messages = scenario_messages(dir).expect("scenario messages");
     let mut per_format = BTreeMap::new();
     for m in &messages {
@@ -171,6 +169,11 @@ pub fn stream_scenario(
     drop(messages);
 
     let store = tempfile::tempdir().expect("store dir");
+    let observer: Option<Box<dyn stream::CommitObserver>> = live.then(|| {
+        let analyzer = LiveAnalyzer::start(LiveOptions::new(store.path().to_path_buf()))
+            .expect("live analyzer");
+        Box::new(analyzer) as Box<dyn stream::CommitObserver>
+    });
     let topics = produced
         .keys()
         .map(|t| {
@@ -429,16 +432,17 @@ pub struct Outcome {
 }
 
 /// Streams the scenario `name` in `dir` through `broker` (topics `sc-{name}.{format}`,
-/// `observer` told about each commit) and compares the result with the file ingest of
-/// `dir`.
+/// with the live analyzers when `live`) and compares the result with the file ingest of
+/// `dir`; with `live`, also the incidents that stand at the end with the streamed store's
+/// batch report.
 pub fn stream_and_compare(
     broker: &Broker,
     name: &str,
     dir: &Path,
-    observer: Option<Box<dyn stream::CommitObserver>>,
+    live: bool,
 ) -> Outcome {
     let t = Instant::now();
-    let streamed = stream_scenario(broker, dir, &format!("sc-{name}"), observer);
+    let streamed = stream_scenario(broker, dir, &format!("sc-{name}"), live);
     let mut problems = Vec::new();
     if !streamed.complete {
         let held: i64 = Store::open(streamed.store.path())
@@ -457,6 +461,18 @@ pub fn stream_and_compare(
     }
     let comparison = compare_with_file_ingest(dir, streamed.store.path());
     problems.extend(comparison.mismatches.iter().cloned());
+    if live {
+        let standing = standing_incidents(streamed.store.path());
+        let mut batch = comparison.stream_report.slowdowns.clone();
+        batch.sort_by(|a, b| (&a.start, &a.slowdown_id).cmp(&(&b.start, &b.slowdown_id)));
+        if standing != batch {
+            problems.push(format!(
+                "the live incidents that stand at the end {:?} differ from the report's slowdowns {:?}",
+                standing.iter().map(|s| (&s.kind, &s.start, s.lost_seconds)).collect::<Vec<_>>(),
+                batch.iter().map(|s| (&s.kind, &s.start, s.lost_seconds)).collect::<Vec<_>>()
+            ));
+        }
+    }
     let (s, f) = (comparison.stream_rows, comparison.file_rows);
     let figures = format!(
         "{name}: {} messages {:?}; produced in {:.1} s, consumed in {:.1} s; events {} metrics {} \
@@ -503,7 +519,7 @@ fn every_committed_scenario_streams_to_the_same_rows_and_verdicts_as_file_ingest
                 loop {
                     let next = queue.lock().unwrap().next();
                     let Some((name, dir)) = next else { break };
-                    let o = stream_and_compare(&broker, name, dir, None);
+                    let o = stream_and_compare(&broker, name, dir, true);
                     eprintln!("{}", o.figures);
                     for p in &o.problems {
                         eprintln!("  MISMATCH {name}: {p}");
@@ -535,6 +551,46 @@ fn every_committed_scenario_streams_to_the_same_rows_and_verdicts_as_file_ingest
         results.len(),
         failed.join("\n")
     );
+}
+
+/// The latest revision of every incident in the store's `incidents` table that is not
+/// retracted, as slowdown objects (read with SQL), sorted by start.
+fn standing_incidents(store: &Path) -> Vec<whyslow_analyzers::report::Slowdown> {
+    use arrow::array::AsArray;
+    use arrow::datatypes::Int64Type;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let batches = rt.block_on(async {
+        let ctx = whyslow_queries::open_session(store).await.expect("session");
+        ctx.sql("SELECT incident_id, revision, status, json FROM incidents")
+            .await
+            .expect("plan")
+            .collect()
+            .await
+            .expect("incidents")
+    });
+    let mut latest: BTreeMap<String, (i64, String, String)> = BTreeMap::new();
+    for b in &batches {
+        let id = b.column(0).as_string::<i32>();
+        let rev = b.column(1).as_primitive::<Int64Type>();
+        let status = b.column(2).as_string::<i32>();
+        let json = b.column(3).as_string::<i32>();
+        for i in 0..b.num_rows() {
+            let e = latest.entry(id.value(i).to_string()).or_default();
+            if rev.value(i) > e.0 {
+                *e = (rev.value(i), status.value(i).into(), json.value(i).into());
+            }
+        }
+    }
+    let mut out: Vec<whyslow_analyzers::report::Slowdown> = latest
+        .into_values()
+        .filter(|(_, status, _)| status != "retracted")
+        .map(|(_, _, json)| serde_json::from_str(&json).expect("an incident is a slowdown"))
+        .collect();
+    out.sort_by(|a, b| (&a.start, &a.slowdown_id).cmp(&(&b.start, &b.slowdown_id)));
+    out
 }
 
 /// Decodes `messages` as the stream worker does (one `MicroBatch`: the same decoders per
