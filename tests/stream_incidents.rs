@@ -87,7 +87,10 @@ fn latest_incidents(broker: &Broker) -> BTreeMap<String, serde_json::Value> {
             let v: serde_json::Value = serde_json::from_slice(m.payload().unwrap()).unwrap();
             assert_eq!(v["incident_id"], key.as_str(), "keyed by incident id");
             let rev = v["revision"].as_i64().unwrap();
-            if latest.get(&key).is_none_or(|old| old["revision"].as_i64() < Some(rev)) {
+            if latest
+                .get(&key)
+                .is_none_or(|old| old["revision"].as_i64() < Some(rev))
+            {
                 latest.insert(key, v);
             }
         }
@@ -138,7 +141,11 @@ fn seed_scenario_incidents_stream_out_and_equal_the_report() {
         if stored == messages.len() as i64 {
             break;
         }
-        assert!(Instant::now() < deadline, "{stored} of {} stored", messages.len());
+        assert!(
+            Instant::now() < deadline,
+            "{stored} of {} stored",
+            messages.len()
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     let mut worker = worker;
@@ -154,7 +161,13 @@ fn seed_scenario_incidents_stream_out_and_equal_the_report() {
         .collect();
 
     let out = Command::new(env!("CARGO_BIN_EXE_whyslow"))
-        .args(["--store", store.to_str().unwrap(), "report", "--format", "json"])
+        .args([
+            "--store",
+            store.to_str().unwrap(),
+            "report",
+            "--format",
+            "json",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -162,7 +175,11 @@ fn seed_scenario_incidents_stream_out_and_equal_the_report() {
     assert!(!report.slowdowns.is_empty());
     assert_eq!(sorted(standing), sorted(report.slowdowns.clone()));
     // The seed's verdict is the preemption, named as such in the stream.
-    assert!(latest.values().any(|v| v["causes"][0]["cause"] == "orchestrator.preemption"));
+    assert!(
+        latest
+            .values()
+            .any(|v| v["causes"][0]["cause"] == "orchestrator.preemption")
+    );
 
     // The hook ran for every incident (at least when it opened), with its JSON.
     let hooked: BTreeSet<String> = std::fs::read_to_string(&hook_out)
@@ -183,5 +200,9 @@ fn seed_scenario_incidents_stream_out_and_equal_the_report() {
         .unwrap();
     assert!(sql.status.success());
     let text = String::from_utf8(sql.stdout).unwrap();
-    assert_eq!(text.lines().nth(1), Some(latest.len().to_string().as_str()), "{text}");
+    assert_eq!(
+        text.lines().nth(1),
+        Some(latest.len().to_string().as_str()),
+        "{text}"
+    );
 }

@@ -553,44 +553,14 @@ fn every_committed_scenario_streams_to_the_same_rows_and_verdicts_as_file_ingest
     );
 }
 
-/// The latest revision of every incident in the store's `incidents` table that is not
-/// retracted, as slowdown objects (read with SQL), sorted by start.
+/// The incidents that stand at the end (`incidents_latest`, retractions left out).
 fn standing_incidents(store: &Path) -> Vec<whyslow_analyzers::report::Slowdown> {
-    use arrow::array::AsArray;
-    use arrow::datatypes::Int64Type;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    let batches = rt.block_on(async {
-        let ctx = whyslow_queries::open_session(store).await.expect("session");
-        ctx.sql("SELECT incident_id, revision, status, json FROM incidents")
-            .await
-            .expect("plan")
-            .collect()
-            .await
-            .expect("incidents")
-    });
-    let mut latest: BTreeMap<String, (i64, String, String)> = BTreeMap::new();
-    for b in &batches {
-        let id = b.column(0).as_string::<i32>();
-        let rev = b.column(1).as_primitive::<Int64Type>();
-        let status = b.column(2).as_string::<i32>();
-        let json = b.column(3).as_string::<i32>();
-        for i in 0..b.num_rows() {
-            let e = latest.entry(id.value(i).to_string()).or_default();
-            if rev.value(i) > e.0 {
-                *e = (rev.value(i), status.value(i).into(), json.value(i).into());
-            }
-        }
-    }
-    let mut out: Vec<whyslow_analyzers::report::Slowdown> = latest
-        .into_values()
-        .filter(|(_, status, _)| status != "retracted")
-        .map(|(_, _, json)| serde_json::from_str(&json).expect("an incident is a slowdown"))
-        .collect();
-    out.sort_by(|a, b| (&a.start, &a.slowdown_id).cmp(&(&b.start, &b.slowdown_id)));
-    out
+    rt.block_on(whyslow_analyzers::live::standing_incidents(store))
+        .expect("standing incidents")
 }
 
 /// Decodes `messages` as the stream worker does (one `MicroBatch`: the same decoders per
@@ -690,7 +660,6 @@ fn events_both_ways(dir: &Path) -> (Vec<String>, Vec<String>) {
 // stream worker never calls `finish`, so a crash's final traceback (a CUDA OOM here) stays
 // held forever: a restarted container writes to a new file, so no later line closes it.
 #[test]
-#[ignore = "finding: the stream worker loses a container's final traceback (container_log.rs holds it until finish)"]
 fn a_traceback_that_ends_a_container_log_is_an_event_streamed_too() {
     let log = "2026-11-29T10:00:00.000000000Z stderr F Traceback (most recent call last):\n\
                2026-11-29T10:00:00.000000000Z stderr F   File \"train.py\", line 10, in <module>\n\
@@ -705,7 +674,6 @@ fn a_traceback_that_ends_a_container_log_is_an_event_streamed_too() {
 // node; file ingest resets it per file (per node), a stream topic has one decoder for all
 // nodes, so node-b's kill is dropped.
 #[test]
-#[ignore = "finding: kmsg folds OOM kills of the same pid across nodes in a stream (last_oom is not per node)"]
 fn oom_kills_of_one_pid_on_two_nodes_are_two_events_streamed_too() {
     let line = |t: &str, node: &str| {
         format!(
@@ -723,7 +691,6 @@ fn oom_kills_of_one_pid_on_two_nodes_are_two_events_streamed_too() {
 // only; nodes of one type share PCI layouts, so in a stream an Xid of node-b gets the
 // uuid of node-a's GPU at the same address (file ingest resets it per file).
 #[test]
-#[ignore = "finding: kmsg gives an Xid the GPU uuid of another node in a stream (gpu_uuids is not per node)"]
 fn an_xid_names_the_uuid_of_its_own_nodes_gpu_streamed_too() {
     let a = "2026-11-29T10:00:00.000000+00:00 node-a kernel: NVRM: GPU at PCI:0000:91:00: GPU-aaaaaaaa-0000-0000-0000-000000000000\n";
     let b = "2026-11-29T10:00:05.000000+00:00 node-b kernel: NVRM: Xid (PCI:0000:91:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n";

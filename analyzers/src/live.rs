@@ -4,7 +4,9 @@
 pub mod hook;
 pub mod message;
 pub mod runner;
+pub mod standing;
 pub mod tracker;
 
 pub use runner::{LiveAnalyzer, LiveOptions, LiveSummary};
+pub use standing::standing_incidents;
 pub use tracker::{Revision, Sighting, Status, Tracker};

@@ -116,7 +116,8 @@ pub fn persist(store_root: &Path, a: &Analysis) -> Result<()> {
         path: store_root.display().to_string(),
         detail: e.to_string(),
     };
-    let mut w = StoreWriter::open(store_root).map_err(err)?;
+    let mut w =
+        StoreWriter::open_waiting(store_root, std::time::Duration::from_secs(120)).map_err(err)?;
     // One log entry: a reader never sees new slowdowns with old causes.
     w.replace_tables(vec![
         (Table::Slowdowns, vec![slowdowns_batch(a)?]),

@@ -4,16 +4,13 @@
 //! table) must be exactly the slowdowns of the batch report (the goldens that
 //! `tests/scenarios.rs` checks `whyslow report` against).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use arrow::array::{AsArray, RecordBatch};
-use arrow::datatypes::Int64Type;
-use whyslow_analyzers::live::{LiveAnalyzer, LiveOptions};
+use whyslow_analyzers::live::{LiveAnalyzer, LiveOptions, standing_incidents};
 use whyslow_analyzers::report::{Report, Slowdown};
+use whyslow_ingest::run::{IngestOptions, ingest};
 use whyslow_ingest::store::Store;
 use whyslow_ingest::stream::{CommitObserver, Committed};
-use whyslow_ingest::run::{IngestOptions, ingest};
 
 fn scenarios() -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(whyslow_fixtures::committed_scenarios_dir())
@@ -31,7 +28,11 @@ fn scenarios() -> Vec<PathBuf> {
 fn chunks(dir: &Path) -> Vec<Vec<String>> {
     let p = |rel: &str| dir.join(rel);
     let groups: [&[&str]; 4] = [
-        &["k8s-events.jsonl", "kueue-workloads.jsonl", "inventory.json"],
+        &[
+            "k8s-events.jsonl",
+            "kueue-workloads.jsonl",
+            "inventory.json",
+        ],
         &["dcgm", "kernel"],
         &["pods"],
         &["sdk.jsonl.gz"],
@@ -49,47 +50,13 @@ fn chunks(dir: &Path) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// The `incidents` table, read with SQL like a user would.
-fn incidents(store: &Path) -> Vec<RecordBatch> {
+/// The incidents that stand at the end (read with SQL through `incidents_latest`).
+fn standing(store: &Path) -> Vec<Slowdown> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(async {
-        let ctx = whyslow_queries::open_session(store).await.unwrap();
-        ctx.sql("SELECT incident_id, revision, status, json FROM incidents")
-            .await
-            .unwrap()
-            .collect()
-            .await
-            .unwrap()
-    })
-}
-
-/// The latest revision of every incident that stands, as slowdown objects.
-fn standing(store: &Path) -> Vec<Slowdown> {
-    let mut latest: BTreeMap<String, (i64, String, String)> = BTreeMap::new();
-    for b in incidents(store) {
-        let id = b.column_by_name("incident_id").unwrap().as_string::<i32>();
-        let rev = b.column_by_name("revision").unwrap().as_primitive::<Int64Type>();
-        let status = b.column_by_name("status").unwrap().as_string::<i32>();
-        let json = b.column_by_name("json").unwrap().as_string::<i32>();
-        for i in 0..b.num_rows() {
-            let e = latest
-                .entry(id.value(i).to_string())
-                .or_insert((0, String::new(), String::new()));
-            if rev.value(i) > e.0 {
-                *e = (rev.value(i), status.value(i).into(), json.value(i).into());
-            }
-        }
-    }
-    let mut out: Vec<Slowdown> = latest
-        .into_values()
-        .filter(|(_, status, _)| status != "retracted")
-        .map(|(_, _, json)| serde_json::from_str(&json).expect("an incident is a slowdown object"))
-        .collect();
-    out.sort_by(|a, b| (&a.start, &a.slowdown_id).cmp(&(&b.start, &b.slowdown_id)));
-    out
+    rt.block_on(standing_incidents(store)).unwrap()
 }
 
 fn golden(name: &str) -> Vec<Slowdown> {
@@ -127,10 +94,20 @@ fn final_streamed_incidents_equal_the_batch_report_for_every_scenario() {
             failures.push(format!(
                 "{name}: streamed {:?}\n  batch {:?}",
                 got.iter()
-                    .map(|s| (&s.kind, &s.start, s.lost_seconds, s.causes.first().map(|c| &c.cause)))
+                    .map(|s| (
+                        &s.kind,
+                        &s.start,
+                        s.lost_seconds,
+                        s.causes.first().map(|c| &c.cause)
+                    ))
                     .collect::<Vec<_>>(),
                 want.iter()
-                    .map(|s| (&s.kind, &s.start, s.lost_seconds, s.causes.first().map(|c| &c.cause)))
+                    .map(|s| (
+                        &s.kind,
+                        &s.start,
+                        s.lost_seconds,
+                        s.causes.first().map(|c| &c.cause)
+                    ))
                     .collect::<Vec<_>>()
             ));
         }

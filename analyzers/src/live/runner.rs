@@ -193,7 +193,8 @@ async fn analyze_window(opts: &LiveOptions) -> Result<Option<Window>> {
         ..Selection::default()
     };
     let analysis = analyze(&ctx, &selection, &opts.detectors).await?;
-    let report = crate::report::build::build(&analysis, &opts.store.display().to_string(), Utc::now());
+    let report =
+        crate::report::build::build(&analysis, &opts.store.display().to_string(), Utc::now());
     let sightings = analysis
         .findings
         .iter()
@@ -283,7 +284,8 @@ fn append(opts: &LiveOptions, out: &[Outgoing]) -> Result<()> {
         detail: e.to_string(),
     };
     let batch = incidents_batch(out)?;
-    let mut w = StoreWriter::open_waiting(&opts.store, Duration::from_secs(120)).map_err(|e| err(&e))?;
+    let mut w =
+        StoreWriter::open_waiting(&opts.store, Duration::from_secs(120)).map_err(|e| err(&e))?;
     w.append(Table::Incidents, batch).map_err(|e| err(&e))?;
     w.commit(&[]).map_err(|e| err(&e))?;
     Ok(())

@@ -128,7 +128,8 @@ impl Tracker {
         // (a detector may move a start as evidence accumulates).
         for (si, s) in sightings.iter().enumerate() {
             if let Some(ii) = (0..self.incidents.len()).find(|&ii| {
-                !matched[ii] && self.incidents[ii].latest.slowdown.slowdown_id == s.slowdown.slowdown_id
+                !matched[ii]
+                    && self.incidents[ii].latest.slowdown.slowdown_id == s.slowdown.slowdown_id
             }) {
                 matched[ii] = true;
                 assignment[si] = Some(ii);
@@ -273,7 +274,12 @@ mod tests {
             nodes: vec![],
             pods: vec![],
             start: "2026-11-29T10:00:00Z".into(),
-            end: if ongoing { "2026-11-29T10:05:00Z" } else { "2026-11-29T10:10:00Z" }.into(),
+            end: if ongoing {
+                "2026-11-29T10:05:00Z"
+            } else {
+                "2026-11-29T10:10:00Z"
+            }
+            .into(),
             lost_seconds: lost,
             baseline: Some(1.0),
             observed: None,
@@ -303,29 +309,66 @@ mod tests {
     #[test]
     fn an_incident_opens_grows_changes_verdict_and_ends() {
         let mut t = Tracker::new();
-        let r = t.observe(vec![sight(slowdown("a", "stall", "unknown", true, 60.0), 100, 200)], 0, false);
+        let r = t.observe(
+            vec![sight(
+                slowdown("a", "stall", "unknown", true, 60.0),
+                100,
+                200,
+            )],
+            0,
+            false,
+        );
         assert_eq!(r.len(), 1);
-        assert_eq!((r[0].status, r[0].revision, r[0].verdict_changed), (Status::Opened, 1, true));
+        assert_eq!(
+            (r[0].status, r[0].revision, r[0].verdict_changed),
+            (Status::Opened, 1, true)
+        );
         // A little more lost time while ongoing: nothing to say.
-        let r = t.observe(vec![sight(slowdown("a", "stall", "unknown", true, 65.0), 100, 210)], 0, false);
+        let r = t.observe(
+            vec![sight(
+                slowdown("a", "stall", "unknown", true, 65.0),
+                100,
+                210,
+            )],
+            0,
+            false,
+        );
         assert!(r.is_empty(), "{r:?}");
         // New evidence names the cause.
         let r = t.observe(
-            vec![sight(slowdown("a", "stall", "orchestrator.preemption", true, 70.0), 100, 220)],
+            vec![sight(
+                slowdown("a", "stall", "orchestrator.preemption", true, 70.0),
+                100,
+                220,
+            )],
             0,
             false,
         );
-        assert_eq!((r[0].status, r[0].revision, r[0].verdict_changed), (Status::Revised, 2, true));
+        assert_eq!(
+            (r[0].status, r[0].revision, r[0].verdict_changed),
+            (Status::Revised, 2, true)
+        );
         // Much more lost time: a progress revision, same verdict.
         let r = t.observe(
-            vec![sight(slowdown("a", "stall", "orchestrator.preemption", true, 200.0), 100, 400)],
+            vec![sight(
+                slowdown("a", "stall", "orchestrator.preemption", true, 200.0),
+                100,
+                400,
+            )],
             0,
             false,
         );
-        assert_eq!((r[0].status, r[0].revision, r[0].verdict_changed), (Status::Revised, 3, false));
+        assert_eq!(
+            (r[0].status, r[0].revision, r[0].verdict_changed),
+            (Status::Revised, 3, false)
+        );
         // It ends.
         let r = t.observe(
-            vec![sight(slowdown("a", "stall", "orchestrator.preemption", false, 300.0), 100, 500)],
+            vec![sight(
+                slowdown("a", "stall", "orchestrator.preemption", false, 300.0),
+                100,
+                500,
+            )],
             0,
             false,
         );
@@ -336,9 +379,21 @@ mod tests {
     #[test]
     fn a_moved_start_is_the_same_incident() {
         let mut t = Tracker::new();
-        t.observe(vec![sight(slowdown("a", "regression", "unknown", true, 60.0), 100, 200)], 0, false);
+        t.observe(
+            vec![sight(
+                slowdown("a", "regression", "unknown", true, 60.0),
+                100,
+                200,
+            )],
+            0,
+            false,
+        );
         let r = t.observe(
-            vec![sight(slowdown("b", "regression", "unknown", true, 60.0), 120, 220)],
+            vec![sight(
+                slowdown("b", "regression", "unknown", true, 60.0),
+                120,
+                220,
+            )],
             0,
             false,
         );
@@ -350,22 +405,54 @@ mod tests {
     #[test]
     fn what_vanishes_is_retracted_and_may_reopen() {
         let mut t = Tracker::new();
-        t.observe(vec![sight(slowdown("a", "stall", "unknown", true, 60.0), 100, 200)], 0, false);
+        t.observe(
+            vec![sight(
+                slowdown("a", "stall", "unknown", true, 60.0),
+                100,
+                200,
+            )],
+            0,
+            false,
+        );
         let r = t.observe(vec![], 0, false);
         assert_eq!((r[0].status, r[0].revision), (Status::Retracted, 2));
         assert_eq!(t.standing().count(), 0);
         assert!(t.observe(vec![], 0, false).is_empty(), "retracted once");
-        let r = t.observe(vec![sight(slowdown("a", "stall", "unknown", true, 60.0), 100, 200)], 0, false);
+        let r = t.observe(
+            vec![sight(
+                slowdown("a", "stall", "unknown", true, 60.0),
+                100,
+                200,
+            )],
+            0,
+            false,
+        );
         assert_eq!((r[0].status, r[0].revision), (Status::Opened, 3));
     }
 
     #[test]
     fn incidents_before_a_sliding_window_are_final_and_cut_tails_are_not_new() {
         let mut t = Tracker::new();
-        t.observe(vec![sight(slowdown("a", "stall", "unknown", false, 60.0), 100, 200)], 0, false);
+        t.observe(
+            vec![sight(
+                slowdown("a", "stall", "unknown", false, 60.0),
+                100,
+                200,
+            )],
+            0,
+            false,
+        );
         // The window now starts at 150: the analysis sees a cut piece of "a" starting at
         // the window's start, with another id; it is neither new nor a revision.
-        let r = t.observe(vec![sight(slowdown("c", "stall", "unknown", false, 10.0), 150, 200)], 150, true);
+        let r = t.observe(
+            vec![sight(
+                slowdown("c", "stall", "unknown", false, 10.0),
+                150,
+                200,
+            )],
+            150,
+            true,
+        );
         assert!(r.is_empty(), "{r:?}");
         // Past its end the incident is forgotten without a retraction.
         let r = t.observe(vec![], 300, true);
@@ -376,8 +463,24 @@ mod tests {
     #[test]
     fn settle_publishes_the_last_small_changes() {
         let mut t = Tracker::new();
-        t.observe(vec![sight(slowdown("a", "stall", "unknown", true, 60.0), 100, 200)], 0, false);
-        t.observe(vec![sight(slowdown("a", "stall", "unknown", true, 61.0), 100, 201)], 0, false);
+        t.observe(
+            vec![sight(
+                slowdown("a", "stall", "unknown", true, 60.0),
+                100,
+                200,
+            )],
+            0,
+            false,
+        );
+        t.observe(
+            vec![sight(
+                slowdown("a", "stall", "unknown", true, 61.0),
+                100,
+                201,
+            )],
+            0,
+            false,
+        );
         let r = t.settle();
         assert_eq!((r[0].revision, r[0].slowdown.lost_seconds), (2, 61.0));
         assert!(t.settle().is_empty());

@@ -69,12 +69,21 @@ fn main() -> Result<()> {
         dirs.sort();
     }
     let tmp = tempfile::tempdir()?;
-    let work = args.work.clone().unwrap_or_else(|| tmp.path().to_path_buf());
+    let work = args
+        .work
+        .clone()
+        .unwrap_or_else(|| tmp.path().to_path_buf());
     let flush = stream::parse_duration(&args.flush_interval)?;
     let tag = format!("lat{}", std::process::id());
     let mut runs = Vec::new();
     for (i, dir) in dirs.iter().enumerate() {
-        let run = run_scenario(&args.brokers, dir, &work.join(format!("{i}")), &format!("{tag}-{i}"), flush)?;
+        let run = run_scenario(
+            &args.brokers,
+            dir,
+            &work.join(format!("{i}")),
+            &format!("{tag}-{i}"),
+            flush,
+        )?;
         eprintln!(
             "{:<28} {:>6} msgs  produced {:>7.0} msg/s  all stored after {:>5.2} s  incidents {}",
             run.name,
@@ -89,9 +98,19 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-fn run_scenario(brokers: &str, dir: &PathBuf, store: &PathBuf, prefix: &str, flush: Duration) -> Result<Run> {
-    let name = dir.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-    let messages = scenario_messages(dir).with_context(|| format!("messages of {}", dir.display()))?;
+fn run_scenario(
+    brokers: &str,
+    dir: &PathBuf,
+    store: &PathBuf,
+    prefix: &str,
+    flush: Duration,
+) -> Result<Run> {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let messages =
+        scenario_messages(dir).with_context(|| format!("messages of {}", dir.display()))?;
     let topic = |format: &str| format!("{prefix}.{format}");
     let incidents_topic = format!("{prefix}.incidents");
     let mut topics: Vec<String> = FORMATS.iter().map(|f| topic(f)).collect();
@@ -113,7 +132,9 @@ fn run_scenario(brokers: &str, dir: &PathBuf, store: &PathBuf, prefix: &str, flu
     live.publisher = Some(IncidentPublisher::new(brokers, &incidents_topic, &[])?);
     let analyzer = LiveAnalyzer::start(live)?;
 
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let worker = runtime.spawn(stream::run(
         opts,
@@ -159,9 +180,12 @@ fn run_scenario(brokers: &str, dir: &PathBuf, store: &PathBuf, prefix: &str, flu
 }
 
 fn create_topics(brokers: &str, names: &[String]) -> Result<()> {
-    let admin: AdminClient<DefaultClientContext> =
-        ClientConfig::new().set("bootstrap.servers", brokers).create()?;
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .create()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let new: Vec<NewTopic> = names
         .iter()
         .map(|n| NewTopic::new(n, 1, TopicReplication::Fixed(1)))
@@ -250,9 +274,13 @@ fn read_incidents(brokers: &str, topic: &str) -> Result<Vec<(String, f64, f64)>>
             continue;
         }
         let verdict = &last["causes"][0]["cause"];
-        let latency = |v: &Value| Some(millis(&v["published_at"])? - millis(&v["evidence_arrived_at"])?);
+        let latency =
+            |v: &Value| Some(millis(&v["published_at"])? - millis(&v["evidence_arrived_at"])?);
         let opened = revs.first().and_then(latency);
-        let decided = revs.iter().find(|v| &v["causes"][0]["cause"] == verdict).and_then(latency);
+        let decided = revs
+            .iter()
+            .find(|v| &v["causes"][0]["cause"] == verdict)
+            .and_then(latency);
         if let (Some(o), Some(d)) = (opened, decided) {
             out.push((id, o, d));
         }
@@ -269,8 +297,14 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 fn print_summary(runs: &[Run]) {
-    let mut opened: Vec<f64> = runs.iter().flat_map(|r| r.incidents.iter().map(|i| i.1)).collect();
-    let mut decided: Vec<f64> = runs.iter().flat_map(|r| r.incidents.iter().map(|i| i.2)).collect();
+    let mut opened: Vec<f64> = runs
+        .iter()
+        .flat_map(|r| r.incidents.iter().map(|i| i.1))
+        .collect();
+    let mut decided: Vec<f64> = runs
+        .iter()
+        .flat_map(|r| r.incidents.iter().map(|i| i.2))
+        .collect();
     opened.sort_by(f64::total_cmp);
     decided.sort_by(f64::total_cmp);
     let messages: usize = runs.iter().map(|r| r.messages).sum();
