@@ -247,4 +247,10 @@ pub trait Decoder: Send {
     /// End of one input (file or stream): emit anything held back (a multi-line
     /// traceback, a value-change baseline). Default: nothing held.
     fn finish(&mut self, _hints: &Hints, _out: &mut Output) {}
+
+    /// A stream worker is about to commit (file ingest never calls this): emit the
+    /// multi-line records held back that are already whole (a traceback past its
+    /// exception line), so they do not wait for a next line that may never come; keep
+    /// everything else. Default: nothing held.
+    fn release_complete(&mut self, _out: &mut Output) {}
 }

@@ -546,6 +546,12 @@ impl Decoder for AutoDecoder {
         self.decoders.clear();
         self.locked = None;
     }
+
+    fn release_complete(&mut self, out: &mut Output) {
+        for d in self.decoders.values_mut() {
+            d.release_complete(out);
+        }
+    }
 }
 
 /// The format of one record when its content alone says so (no fallback to

@@ -209,6 +209,8 @@ struct OpenTraceback {
     traceback: Traceback<Option<LineTime>>,
     who: Who<'static>,
     rank: Option<i32>,
+    /// The cluster its lines came with (emitted later, maybe without a line's hints).
+    cluster: Option<String>,
 }
 
 /// State kept per stream (input, pod, container, stdout/stderr, rank prefix).
@@ -218,7 +220,8 @@ struct StreamState {
 }
 
 /// The `container-log` decoder. Holds per-stream state (partial CRI lines, open
-/// tracebacks, the last time seen) until `finish`.
+/// tracebacks, the last time seen) until `finish`; a stream worker takes the tracebacks
+/// that reached their exception line at each flush (`release_complete`).
 #[derive(Default)]
 pub struct ContainerLogDecoder {
     streams: HashMap<String, StreamState>,
@@ -545,6 +548,7 @@ impl ContainerLogDecoder {
                 traceback: Traceback::new(),
                 who: who.to_owned_static(),
                 rank: line_rank,
+                cluster: hints.cluster.clone(),
             };
             self.streams.entry(stream_key).or_default().traceback = Some(open);
             return wrote;
@@ -652,13 +656,10 @@ impl ContainerLogDecoder {
         true
     }
 
-    /// Emits what open tracebacks hold, then forgets every stream.
-    fn flush(&mut self, hints: &Hints, out: &mut Output) -> u64 {
+    /// Emits the events of `open` tracebacks (those that reached an exception line), in
+    /// the order the exceptions were written; returns how many.
+    fn emit_held(&mut self, mut open: Vec<OpenTraceback>, out: &mut Output) -> u64 {
         let mut emitted = 0;
-        let streams = std::mem::take(&mut self.streams);
-        // In the order the exceptions were written, whatever order the streams are kept in.
-        let mut open: Vec<OpenTraceback> =
-            streams.into_values().filter_map(|s| s.traceback).collect();
         open.sort_by_key(|o| o.traceback.exception_time().flatten().map(|t| t.ns));
         for mut open in open {
             let (Some(ev), Some(t)) = (
@@ -668,10 +669,43 @@ impl ContainerLogDecoder {
                 continue;
             };
             let msg = open.traceback.exception_text().unwrap_or_default();
-            if self.emit_event(&ev, &msg, t, open.rank, &open.who, hints, out) {
+            let hints = Hints {
+                cluster: open.cluster.take(),
+                ..Hints::default()
+            };
+            if self.emit_event(&ev, &msg, t, open.rank, &open.who, &hints, out) {
                 emitted += 1;
             }
         }
+        emitted
+    }
+
+    /// Emits the tracebacks that reached their exception line, and forgets the streams
+    /// that hold nothing open. A traceback is only known to be over when the next line of
+    /// its stream comes, which a crashed container never writes; a stream worker calls
+    /// this at each flush so that the exception is committed with the message that
+    /// carried it. Only a chained traceback whose `During handling of …` line comes after
+    /// the flush reads differently from a file: as two events (the first exception, then
+    /// the last) instead of one (the last).
+    fn release_complete_tracebacks(&mut self, out: &mut Output) -> u64 {
+        let mut complete = Vec::new();
+        self.streams.retain(|_, s| {
+            if s.traceback
+                .as_ref()
+                .is_some_and(|o| o.traceback.is_complete())
+            {
+                complete.extend(s.traceback.take());
+            }
+            s.traceback.is_some()
+        });
+        self.emit_held(complete, out)
+    }
+
+    /// Emits what open tracebacks hold, then forgets every stream.
+    fn flush(&mut self, out: &mut Output) -> u64 {
+        let streams = std::mem::take(&mut self.streams);
+        let open: Vec<OpenTraceback> = streams.into_values().filter_map(|s| s.traceback).collect();
+        let emitted = self.emit_held(open, out);
         self.partials.clear();
         self.last_time.clear();
         self.timeouts_seen.clear();
@@ -770,8 +804,13 @@ impl Decoder for ContainerLogDecoder {
         if wrote { out.produced() } else { out.skip() }
     }
 
-    fn finish(&mut self, hints: &Hints, out: &mut Output) {
-        let n = self.flush(hints, out);
+    fn finish(&mut self, _hints: &Hints, out: &mut Output) {
+        let n = self.flush(out);
+        out.counts.events += n;
+    }
+
+    fn release_complete(&mut self, out: &mut Output) {
+        let n = self.release_complete_tracebacks(out);
         out.counts.events += n;
     }
 }
@@ -814,5 +853,111 @@ mod tests {
         );
         assert!(inner_time("[W429 01:22:58.895439547 reducer.cpp:1400] Warning", y).is_some());
         assert!(inner_time("W0429 01:22:31.907000 1 run.py", None).is_none());
+    }
+}
+
+#[cfg(test)]
+mod stream_tests {
+    use arrow::array::AsArray;
+
+    use super::*;
+
+    const TIME: &str = "2026-11-29T10:00:00.000000000Z stderr F ";
+
+    /// Feeds `lines` of `pod` one per Kafka message, as a topic carrying many pods does.
+    fn feed(d: &mut ContainerLogDecoder, out: &mut Output, pod: &str, lines: &[&str]) {
+        let hints = Hints {
+            path: Some(format!("pods/ml_{pod}_1234/trainer/0.log")),
+            cluster: Some("c1".to_string()),
+            ..Hints::default()
+        };
+        for (i, l) in lines.iter().enumerate() {
+            let origin = Origin::Kafka {
+                topic: "logs",
+                partition: 0,
+                offset: i as i64,
+            };
+            d.decode(format!("{TIME}{l}").as_bytes(), &origin, &hints, out);
+        }
+    }
+
+    /// `(pod, kind, message, cluster)` of the events written so far.
+    fn events(out: &mut Output) -> Vec<(String, String, String, String)> {
+        let b = out.events.finish();
+        let col = |c: &str| b.column_by_name(c).unwrap().as_string::<i32>().clone();
+        let (pod, kind, msg, cluster) = (col("pod"), col("kind"), col("message"), col("cluster"));
+        (0..b.num_rows())
+            .map(|i| {
+                let v = |a: &arrow::array::StringArray| a.value(i).to_string();
+                (v(&pod), v(&kind), v(&msg), v(&cluster))
+            })
+            .collect()
+    }
+
+    const HEAD: &str = "Traceback (most recent call last):";
+    const FRAME: &str = "  File \"train.py\", line 10, in <module>";
+    const OOM: &str = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB";
+    const KEY: &str = "KeyError: 'x'";
+
+    #[test]
+    fn a_flush_releases_the_tracebacks_that_reached_their_exception_only() {
+        let (mut d, mut out) = (ContainerLogDecoder::new(), Output::new(0));
+        feed(&mut d, &mut out, "a-0-abcde", &[HEAD, FRAME, OOM]);
+        feed(&mut d, &mut out, "b-0-abcde", &[HEAD, FRAME]);
+        d.release_complete(&mut out);
+        let first = events(&mut out);
+        assert_eq!(
+            first,
+            [(
+                "a-0-abcde".to_string(),
+                "cuda_oom".to_string(),
+                OOM.to_string(),
+                "c1".to_string()
+            )]
+        );
+        // b's traceback is still open: its exception line comes in the next batch.
+        feed(&mut d, &mut out, "b-0-abcde", &[KEY]);
+        d.release_complete(&mut out);
+        let second = events(&mut out);
+        assert_eq!(second.len(), 1, "{second:?}");
+        assert_eq!(
+            (second[0].0.as_str(), second[0].2.as_str()),
+            ("b-0-abcde", KEY)
+        );
+        // Nothing is held any more: the end of the stream adds nothing.
+        d.finish(&Hints::default(), &mut out);
+        assert!(events(&mut out).is_empty());
+        assert!(out.counts.balances(), "{:?}", out.counts);
+        assert_eq!(out.counts.events, 2);
+    }
+
+    #[test]
+    fn a_flush_keeps_a_traceback_being_chained_and_streams_read_as_files() {
+        let chained = [
+            HEAD,
+            FRAME,
+            KEY,
+            "",
+            "During handling of the above exception, another exception occurred:",
+            "",
+            HEAD,
+            FRAME,
+            OOM,
+        ];
+        // One pod's chained traceback, flushed in the middle of its second part.
+        let (mut d, mut out) = (ContainerLogDecoder::new(), Output::new(0));
+        feed(&mut d, &mut out, "a-0-abcde", &chained[..7]);
+        d.release_complete(&mut out);
+        assert!(events(&mut out).is_empty(), "released while chained");
+        feed(&mut d, &mut out, "a-0-abcde", &chained[7..]);
+        d.release_complete(&mut out);
+        let streamed = events(&mut out);
+
+        let (mut file, mut file_out) = (ContainerLogDecoder::new(), Output::new(0));
+        feed(&mut file, &mut file_out, "a-0-abcde", &chained);
+        file.finish(&Hints::default(), &mut file_out);
+        assert_eq!(streamed, events(&mut file_out));
+        assert_eq!(streamed.len(), 1);
+        assert_eq!(streamed[0].2, OOM);
     }
 }

@@ -194,8 +194,23 @@ impl MicroBatch {
         self.pending.remove(&(topic.to_string(), partition));
     }
 
-    /// Takes the batch's rows and offsets; the batch starts empty again.
+    /// The stream ends (the worker stops): every decoder emits what it holds back, as at
+    /// the end of a file; the rows go with the next `take`.
+    pub fn finish_decoders(&mut self) {
+        for d in self.decoders.values_mut() {
+            // No decoder reads a stream's hints at its end: held records keep their own.
+            d.finish(&Hints::default(), &mut self.out);
+        }
+    }
+
+    /// Takes the batch's rows and offsets; the batch starts empty again. Decoders first
+    /// emit the multi-line records they hold that are already whole
+    /// ([`Decoder::release_complete`]): a crashed container's last traceback has no next
+    /// line to end it.
     pub fn take(&mut self) -> Flushed {
+        for d in self.decoders.values_mut() {
+            d.release_complete(&mut self.out);
+        }
         let mut batches = Vec::new();
         if !self.out.events.is_empty() {
             batches.push((Table::Events, self.out.events.finish()));

@@ -55,7 +55,8 @@ impl Pipeline {
     /// Writes the batch to the store (segments and offsets in one commit), then tells
     /// Kafka. Returns the offsets to commit to Kafka.
     fn flush(&mut self) -> Result<Option<TopicPartitionList>, StreamError> {
-        if self.batch.is_empty() {
+        // Rows without messages: what the decoders held back, emitted at the end.
+        if self.batch.is_empty() && self.batch.rows() == 0 {
             return Ok(None);
         }
         let started = Instant::now();
@@ -99,7 +100,7 @@ impl Pipeline {
             };
             observer.committed(writer.store(), &commit);
         }
-        Ok(Some(tpl))
+        Ok((tpl.count() > 0).then_some(tpl))
     }
 }
 
@@ -382,7 +383,9 @@ pub async fn run(
         }
     };
     lag_task.abort();
-    // Whatever happened, what is buffered goes to the store before we leave.
+    // Whatever happened, what is buffered goes to the store before we leave, with what
+    // the decoders still hold.
+    lock(&pipeline).batch.finish_decoders();
     let final_flush = flush_and_commit(&pipeline, &consumer);
     consumer.unsubscribe();
     if let Some(s) = metrics_server {

@@ -97,6 +97,12 @@ impl<T: Copy> Traceback<T> {
         })
     }
 
+    /// Whether the traceback reached its exception line and nothing has followed it: it
+    /// is whole unless a chained traceback (`During handling of …`) comes next.
+    pub fn is_complete(&self) -> bool {
+        self.after_exception && self.exception.is_some()
+    }
+
     /// The time of the exception line, if one was read.
     pub fn exception_time(&self) -> Option<T> {
         self.exception.as_ref().map(|e| e.2)
@@ -140,6 +146,7 @@ mod tests {
         let mut tb = Traceback::new();
         for (i, l) in lines.iter().enumerate() {
             assert_eq!(tb.feed(l, i), Feed::Consumed, "line {i}");
+            assert_eq!(tb.is_complete(), i == 2 || i == 3 || i == 8, "line {i}");
         }
         let Feed::Ended(Some(e)) = tb.feed("step 3 done", 99) else {
             panic!("not ended")
