@@ -234,3 +234,99 @@ impl MicroBatch {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use arrow::array::AsArray;
+
+    use super::*;
+
+    fn batch(format: Format) -> MicroBatch {
+        let topics = HashMap::from([("logs".to_string(), format)]);
+        MicroBatch::new(topics, |f| crate::run::decoder_for(f).ok(), || 0)
+    }
+
+    /// Adds one CRI line of `pod` as the next message of `logs`/0.
+    fn add(b: &mut MicroBatch, offset: i64, pod: &str, line: &str) {
+        let payload = format!("2026-11-29T10:00:00.000000000Z stderr F {line}");
+        let path = format!("pods/ml_{pod}_1234/trainer/0.log");
+        let headers = [("path", path.as_str())];
+        let m = Message {
+            topic: "logs",
+            partition: 0,
+            offset,
+            payload: Some(payload.as_bytes()),
+            key: None,
+            timestamp_ms: Some(1_764_410_400_000),
+            headers: &headers,
+        };
+        assert_eq!(b.add(&m, None), Accepted::Decoded);
+    }
+
+    /// The `message` of every event row of a flush.
+    fn messages(f: &Flushed) -> Vec<String> {
+        f.batches
+            .iter()
+            .filter(|(t, _)| *t == Table::Events)
+            .flat_map(|(_, b)| {
+                let m = b.column_by_name("message").unwrap().as_string::<i32>();
+                (0..b.num_rows())
+                    .map(|i| m.value(i).to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    const HEAD: &str = "Traceback (most recent call last):";
+    const FRAME: &str = "  File \"train.py\", line 10, in <module>";
+    const OOM: &str = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB";
+
+    #[test]
+    fn a_flush_carries_the_tracebacks_its_messages_completed() {
+        for format in [Format::ContainerLog, Format::Auto] {
+            let mut b = batch(format);
+            for (i, (pod, line)) in [
+                ("a", HEAD),
+                ("b", HEAD),
+                ("a", FRAME),
+                ("b", FRAME),
+                ("a", OOM),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                add(&mut b, i as i64, &format!("{pod}-0-abcde"), line);
+            }
+            let first = b.take();
+            assert_eq!(messages(&first), [OOM], "{format}");
+            assert_eq!(first.offsets[&("logs".to_string(), 0)], 5);
+            add(&mut b, 5, "b-0-abcde", "KeyError: 'x'");
+            assert_eq!(messages(&b.take()), ["KeyError: 'x'"], "{format}");
+        }
+    }
+
+    #[test]
+    fn the_end_of_the_stream_emits_what_decoders_still_hold() {
+        let mut b = batch(Format::ContainerLog);
+        let chained = [
+            HEAD,
+            FRAME,
+            "KeyError: 'x'",
+            "During handling of the above exception, another exception occurred:",
+            HEAD,
+            FRAME,
+        ];
+        for (i, line) in chained.into_iter().enumerate() {
+            add(&mut b, i as i64, "a-0-abcde", line);
+        }
+        // The second traceback has not reached its exception: held.
+        assert!(messages(&b.take()).is_empty());
+        assert!(b.is_empty());
+        // The worker stops: as at the end of a file, the first exception is what is known.
+        b.finish_decoders();
+        assert_eq!(b.rows(), 1);
+        let last = b.take();
+        assert_eq!(messages(&last), ["KeyError: 'x'"]);
+        assert!(last.offsets.is_empty());
+    }
+}
