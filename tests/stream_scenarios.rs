@@ -6,8 +6,8 @@
 //! worker leave, as the latest revision of each incident that stands, exactly the
 //! slowdowns of the batch report over the streamed store. The same comparison without a broker
 //! (messages decoded through the worker's `MicroBatch` in process) isolates the decoders;
-//! the `#[ignore]`d tests reproduce per-message/per-file differences found on purpose-made
-//! inputs, to be un-ignored when fixed.
+//! the small purpose-made tests at the end pin per-message/per-file differences found
+//! here and fixed (a trailing traceback, per-node kernel-log state, the retry budget).
 //!
 //! `WHYSLOW_SCENARIOS=a,b` limits the run to some scenarios; `WHYSLOW_SCENARIO_THREADS`
 //! (default 3) sets how many are streamed at once. Figures go to stderr
