@@ -271,11 +271,12 @@ def report_section(res: dict, size, store_info: dict, verdicts: list[str]) -> li
     return out
 
 
-KAFKA = """## Kafka: whyslow stream vs a bare consumer
+KAFKA = """## Kafka
 
-<!-- KAFKA: filled by the owner of `whyslow stream` (not run by this harness). -->
-To be filled by the stream owner: `whyslow stream` vs a bare rdkafka consumer reading the
-same topic on the same broker (tansu), messages/s and end-to-end lag, same envelope input.
+Not run by this harness (it needs a broker): `ingest/examples/stream_bench.rs` (whyslow
+stream vs a bare rdkafka consumer on the same topic) and `bench/src/bin/stream_latency.rs`
+(evidence arrival to published incident, per incident). Their figures and commands are in
+`bench/results/2026-11-30-stream.md`.
 """
 
 

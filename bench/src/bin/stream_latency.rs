@@ -44,6 +44,13 @@ struct Args {
     /// Where the stores go (default: a temporary directory).
     #[arg(long)]
     work: Option<PathBuf>,
+    /// Produce at most this many messages per second (default: as fast as the broker
+    /// takes them; faster than the worker consumes, the backlog's wait counts as latency).
+    #[arg(long)]
+    rate: Option<f64>,
+    /// Print every incident's latencies.
+    #[arg(long)]
+    verbose: bool,
 }
 
 /// What one scenario gave.
@@ -83,7 +90,15 @@ fn main() -> Result<()> {
             &work.join(format!("{i}")),
             &format!("{tag}-{i}"),
             flush,
+            args.rate,
         )?;
+        if args.verbose {
+            for (id, opened, decided) in &run.incidents {
+                eprintln!(
+                    "    incident {id}: opened after {opened:.0} ms, final verdict after {decided:.0} ms"
+                );
+            }
+        }
         eprintln!(
             "{:<28} {:>6} msgs  produced {:>7.0} msg/s  all stored after {:>5.2} s  incidents {}",
             run.name,
@@ -104,6 +119,7 @@ fn run_scenario(
     store: &PathBuf,
     prefix: &str,
     flush: Duration,
+    rate: Option<f64>,
 ) -> Result<Run> {
     let name = dir
         .file_name()
@@ -159,7 +175,13 @@ fn run_scenario(
     wait_stored(store, 1, Duration::from_secs(120))?;
 
     let started = Instant::now();
-    for m in &messages {
+    for (i, m) in messages.iter().enumerate() {
+        if let Some(rate) = rate {
+            let due = started + Duration::from_secs_f64(i as f64 / rate);
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+        }
         send(&producer, &topic(m.format), m);
     }
     producer.flush(Duration::from_secs(120))?;
