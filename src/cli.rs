@@ -274,7 +274,11 @@ fn replay(store: PathBuf, a: ReplayArgs) -> Result<()> {
     let mut req = ReplayRequest::new(store);
     req.dead_letters = !a.derived_only;
     req.derived = !a.dead_letters_only;
-    req.redecode.retry_format = a.retry_format.map(|f| f.parse()).transpose().map_err(usage)?;
+    req.redecode.retry_format = a
+        .retry_format
+        .map(|f| f.parse())
+        .transpose()
+        .map_err(usage)?;
     req.redecode.source_prefix = a.source;
     req.redecode.hints = Hints {
         path: None,

@@ -435,12 +435,7 @@ pub struct Outcome {
 /// with the live analyzers when `live`) and compares the result with the file ingest of
 /// `dir`; with `live`, also the incidents that stand at the end with the streamed store's
 /// batch report.
-pub fn stream_and_compare(
-    broker: &Broker,
-    name: &str,
-    dir: &Path,
-    live: bool,
-) -> Outcome {
+pub fn stream_and_compare(broker: &Broker, name: &str, dir: &Path, live: bool) -> Outcome {
     let t = Instant::now();
     let streamed = stream_scenario(broker, dir, &format!("sc-{name}"), live);
     let mut problems = Vec::new();

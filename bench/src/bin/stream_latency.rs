@@ -12,7 +12,7 @@
 //! `cargo run --release -p whyslow-bench --bin stream_latency -- --brokers 127.0.0.1:9092`
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -115,8 +115,8 @@ fn main() -> Result<()> {
 
 fn run_scenario(
     brokers: &str,
-    dir: &PathBuf,
-    store: &PathBuf,
+    dir: &Path,
+    store: &Path,
     prefix: &str,
     flush: Duration,
     rate: Option<f64>,
@@ -134,7 +134,7 @@ fn run_scenario(
     create_topics(brokers, &topics)?;
 
     let mut opts = StreamOptions::new(
-        store.clone(),
+        store.to_path_buf(),
         brokers,
         &format!("{prefix}.group"),
         FORMATS
@@ -144,7 +144,7 @@ fn run_scenario(
     );
     opts.flush_interval = flush;
     opts.metrics_addr = None;
-    let mut live = LiveOptions::new(store.clone());
+    let mut live = LiveOptions::new(store.to_path_buf());
     live.publisher = Some(IncidentPublisher::new(brokers, &incidents_topic, &[])?);
     let analyzer = LiveAnalyzer::start(live)?;
 
@@ -247,7 +247,7 @@ fn send(p: &ThreadedProducer<DefaultProducerContext>, topic: &str, m: &ScenarioM
     }
 }
 
-fn wait_stored(store: &PathBuf, n: i64, within: Duration) -> Result<()> {
+fn wait_stored(store: &Path, n: i64, within: Duration) -> Result<()> {
     let deadline = Instant::now() + within;
     loop {
         let stored: i64 = Store::open(store)
