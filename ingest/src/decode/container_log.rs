@@ -219,6 +219,10 @@ struct StreamState {
     traceback: Option<OpenTraceback>,
 }
 
+/// Per-container entries a stream's decoder remembers at most (see
+/// `ContainerLogDecoder::bound_stream_memory`).
+const MAX_REMEMBERED: usize = 65_536;
+
 /// The `container-log` decoder. Holds per-stream state (partial CRI lines, open
 /// tracebacks, the last time seen) until `finish`; a stream worker takes the tracebacks
 /// that reached their exception line at each flush (`release_complete`).
@@ -701,6 +705,23 @@ impl ContainerLogDecoder {
         self.emit_held(complete, out)
     }
 
+    /// Keeps a long-running stream's per-container memory bounded: past
+    /// [`MAX_REMEMBERED`] entries, a map is cleared. What that costs is small and safe: a
+    /// line without its own time is dated by the message's time instead of its
+    /// predecessor's, a repeated watchdog report may be decoded twice (the same event id,
+    /// so the store keeps one), and CRI partial pieces of that moment are dropped.
+    fn bound_stream_memory(&mut self) {
+        if self.last_time.len() > MAX_REMEMBERED {
+            self.last_time.clear();
+        }
+        if self.timeouts_seen.len() > MAX_REMEMBERED {
+            self.timeouts_seen.clear();
+        }
+        if self.partials.len() > MAX_REMEMBERED {
+            self.partials.clear();
+        }
+    }
+
     /// Emits what open tracebacks hold, then forgets every stream.
     fn flush(&mut self, out: &mut Output) -> u64 {
         let streams = std::mem::take(&mut self.streams);
@@ -812,12 +833,28 @@ impl Decoder for ContainerLogDecoder {
     fn release_complete(&mut self, out: &mut Output) {
         let n = self.release_complete_tracebacks(out);
         out.counts.events += n;
+        self.bound_stream_memory();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stream_decoder_forgets_containers_past_its_bound() {
+        let mut d = ContainerLogDecoder::default();
+        for i in 0..=MAX_REMEMBERED {
+            d.last_time.insert(format!("pod-{i}"), 1);
+            d.timeouts_seen
+                .insert((format!("pod-{i}"), None, "1".into(), "ALLREDUCE".into()));
+        }
+        d.partials.insert("p".into(), (1, "piece".into()));
+        let mut out = Output::new(0);
+        d.release_complete(&mut out);
+        assert!(d.last_time.is_empty() && d.timeouts_seen.is_empty());
+        assert_eq!(d.partials.len(), 1, "under its bound: kept");
+    }
 
     #[test]
     fn prefixes() {
