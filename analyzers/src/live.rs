@@ -8,5 +8,5 @@ pub mod standing;
 pub mod tracker;
 
 pub use runner::{LiveAnalyzer, LiveOptions, LiveSummary};
-pub use standing::standing_incidents;
-pub use tracker::{Revision, Sighting, Status, Tracker};
+pub use standing::{published_incidents, standing_incidents};
+pub use tracker::{Published, Revision, Sighting, Status, Tracker};

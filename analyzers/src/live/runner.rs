@@ -16,7 +16,8 @@ use whyslow_schemas::Table;
 
 use super::hook::{HookCall, HookRunner};
 use super::message::{Outgoing, incidents_batch};
-use super::tracker::{Sighting, Tracker};
+use super::standing::published_incidents;
+use super::tracker::{Published, Sighting, Tracker};
 use crate::analyze::{Selection, analyze};
 use crate::symptoms::DetectorConfig;
 use crate::{AnalyzeError, Result};
@@ -129,7 +130,23 @@ fn serve(opts: LiveOptions, rx: Receiver<Committed>) -> LiveSummary {
         .on_incident
         .clone()
         .map(|c| HookRunner::start(c, opts.on_incident_timeout));
-    let mut tracker = Tracker::new();
+    let mut tracker = match runtime.block_on(resume_point(&opts)) {
+        Ok(published) => {
+            if !published.is_empty() {
+                info!(
+                    incidents = published.len(),
+                    "Live analyzer resumes from the log."
+                );
+            }
+            Tracker::resume(published)
+        }
+        Err(e) => {
+            warn!(
+                "The incidents already published could not be read ({e}); revisions restart at 1."
+            );
+            Tracker::new()
+        }
+    };
     while let Ok(first) = rx.recv() {
         let mut earliest = first.arrivals.map(|a| a.0);
         let mut written = first.rows_written;
@@ -168,6 +185,22 @@ fn serve(opts: LiveOptions, rx: Receiver<Committed>) -> LiveSummary {
         "Live analyzer stopped."
     );
     summary
+}
+
+/// The incidents already published that the current window still covers.
+async fn resume_point(opts: &LiveOptions) -> Result<Vec<Published>> {
+    let store = Store::open(&opts.store).map_err(|e| AnalyzeError::Store {
+        path: opts.store.display().to_string(),
+        detail: e.to_string(),
+    })?;
+    if store.rows(Table::Incidents) == 0 {
+        return Ok(Vec::new());
+    }
+    let window_ns = i64::try_from(opts.window.as_nanos()).unwrap_or(i64::MAX);
+    let from = data_extent(&store).map_or(i64::MIN, |(first, last)| {
+        last.saturating_sub(window_ns).max(first)
+    });
+    published_incidents(&opts.store, from).await
 }
 
 type Window = (Vec<Sighting>, i64, bool);

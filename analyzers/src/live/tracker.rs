@@ -53,6 +53,15 @@ pub struct Revision {
     pub end_ns: i64,
 }
 
+/// The latest published revision of an incident, to resume from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Published {
+    pub incident_id: String,
+    pub revision: i64,
+    pub retracted: bool,
+    pub sighting: Sighting,
+}
+
 #[derive(Debug, Clone)]
 struct Incident {
     id: String,
@@ -109,6 +118,23 @@ impl Tracker {
     /// An empty tracker.
     pub fn new() -> Self {
         Tracker::default()
+    }
+
+    /// A tracker that carries on from incidents already published (their latest
+    /// revisions, e.g. read back from the `incidents` table after a restart), so that
+    /// revision numbers continue and nothing unchanged is published again.
+    pub fn resume(published: Vec<Published>) -> Self {
+        let incidents = published
+            .into_iter()
+            .map(|p| Incident {
+                id: p.incident_id,
+                revision: p.revision,
+                published: p.sighting.slowdown.clone(),
+                latest: p.sighting,
+                retracted: p.retracted,
+            })
+            .collect();
+        Tracker { incidents }
     }
 
     /// Takes the slowdowns of an analysis of `[window_from_ns, …]` and returns the
@@ -458,6 +484,54 @@ mod tests {
         let r = t.observe(vec![], 300, true);
         assert!(r.is_empty(), "{r:?}");
         assert_eq!(t.standing().count(), 0);
+    }
+
+    #[test]
+    fn a_resumed_tracker_continues_the_revisions() {
+        let mut t = Tracker::new();
+        t.observe(
+            vec![sight(
+                slowdown("a", "stall", "unknown", false, 60.0),
+                100,
+                200,
+            )],
+            0,
+            false,
+        );
+        let r = t.observe(
+            vec![sight(
+                slowdown("a", "stall", "orchestrator.preemption", false, 60.0),
+                100,
+                200,
+            )],
+            0,
+            false,
+        );
+        let last = r[0].clone();
+        let mut resumed = Tracker::resume(vec![Published {
+            incident_id: last.incident_id.clone(),
+            revision: last.revision,
+            retracted: false,
+            sighting: sight(last.slowdown.clone(), last.start_ns, last.end_ns),
+        }]);
+        // The same analysis after a restart: nothing to say.
+        let same = sight(
+            slowdown("a", "stall", "orchestrator.preemption", false, 60.0),
+            100,
+            200,
+        );
+        assert!(resumed.observe(vec![same], 0, false).is_empty());
+        // A change continues from revision 2.
+        let r = resumed.observe(
+            vec![sight(
+                slowdown("a", "stall", "orchestrator.preemption", false, 90.0),
+                100,
+                230,
+            )],
+            0,
+            false,
+        );
+        assert_eq!((r[0].incident_id.as_str(), r[0].revision), ("a", 3));
     }
 
     #[test]
