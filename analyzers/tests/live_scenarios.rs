@@ -194,3 +194,50 @@ fn a_restarted_analyzer_carries_on_from_the_log() {
     }
     assert_eq!(standing(&store), golden("seed-preemption"));
 }
+
+#[test]
+fn one_analyzer_per_store_publishes_and_another_takes_over() {
+    let dir = whyslow_fixtures::committed_scenarios_dir().join("seed-preemption");
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let chunks = chunks(&dir);
+    let commit = Committed {
+        rows_written: 1,
+        arrivals: None,
+    };
+    let ingest_chunk = |paths: &Vec<String>| {
+        ingest(&IngestOptions::new(
+            &store,
+            paths.clone(),
+            whyslow_ingest::Format::Auto,
+        ))
+        .unwrap();
+    };
+    // Two workers' analyzers on one store: the first to analyze leads, the other defers.
+    let mut a = LiveAnalyzer::start(LiveOptions::new(store.clone())).unwrap();
+    let mut b = LiveAnalyzer::start(LiveOptions::new(store.clone())).unwrap();
+    ingest_chunk(&chunks[0]);
+    a.committed(&Store::open(&store).unwrap(), &commit);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    for c in &chunks[1..chunks.len() - 1] {
+        ingest_chunk(c);
+        b.committed(&Store::open(&store).unwrap(), &commit);
+        a.committed(&Store::open(&store).unwrap(), &commit);
+    }
+    // The leader stops; the other takes over at its next commit and carries on.
+    let sa = a.stop();
+    ingest_chunk(chunks.last().unwrap());
+    b.committed(&Store::open(&store).unwrap(), &commit);
+    let sb = b.stop();
+    assert!(
+        sa.analyses > 0 && sb.deferred > 0 && sb.analyses > 0,
+        "{sa:?} {sb:?}"
+    );
+    let all = revisions(&store);
+    let mut seen: std::collections::BTreeMap<&str, i64> = Default::default();
+    for (id, rev) in &all {
+        let prev = seen.insert(id, *rev).unwrap_or(0);
+        assert_eq!(*rev, prev + 1, "{id}: one sequence of revisions, {all:?}");
+    }
+    assert_eq!(standing(&store), golden("seed-preemption"));
+}

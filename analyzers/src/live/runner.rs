@@ -54,6 +54,8 @@ impl LiveOptions {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LiveSummary {
     pub analyses: u64,
+    /// Commits left to another worker's analyzer, which held the store's lead.
+    pub deferred: u64,
     pub failed_analyses: u64,
     pub revisions: u64,
 }
@@ -130,23 +132,10 @@ fn serve(opts: LiveOptions, rx: Receiver<Committed>) -> LiveSummary {
         .on_incident
         .clone()
         .map(|c| HookRunner::start(c, opts.on_incident_timeout));
-    let mut tracker = match runtime.block_on(resume_point(&opts)) {
-        Ok(published) => {
-            if !published.is_empty() {
-                info!(
-                    incidents = published.len(),
-                    "Live analyzer resumes from the log."
-                );
-            }
-            Tracker::resume(published)
-        }
-        Err(e) => {
-            warn!(
-                "The incidents already published could not be read ({e}); revisions restart at 1."
-            );
-            Tracker::new()
-        }
-    };
+    // Only one analyzer per store publishes: the one holding `_live.lock` (released when
+    // its process ends, so another worker's analyzer takes over at its next commit).
+    let mut leadership: Option<std::fs::File> = None;
+    let mut tracker = Tracker::new();
     while let Ok(first) = rx.recv() {
         let mut earliest = first.arrivals.map(|a| a.0);
         let mut written = first.rows_written;
@@ -158,6 +147,22 @@ fn serve(opts: LiveOptions, rx: Receiver<Committed>) -> LiveSummary {
         }
         if written == 0 {
             continue; // only redelivered or duplicate rows: nothing new to analyze
+        }
+        if leadership.is_none() {
+            match lead(&opts.store) {
+                Ok(Some(lock)) => {
+                    leadership = Some(lock);
+                    tracker = resumed_tracker(&runtime, &opts);
+                }
+                Ok(None) => {
+                    summary.deferred += 1;
+                    continue; // another worker's analyzer publishes for this store
+                }
+                Err(e) => {
+                    warn!("The live analyzer cannot take {LEAD_FILE}: {e}.");
+                    continue;
+                }
+            }
         }
         summary.analyses += 1;
         let revisions = match runtime.block_on(analyze_window(&opts)) {
@@ -172,7 +177,9 @@ fn serve(opts: LiveOptions, rx: Receiver<Committed>) -> LiveSummary {
         let arrived = earliest.and_then(|ms| ms.checked_mul(1_000_000));
         summary.revisions += emit(&opts, hook.as_ref(), revisions, arrived);
     }
-    summary.revisions += emit(&opts, hook.as_ref(), tracker.settle(), None);
+    if leadership.is_some() {
+        summary.revisions += emit(&opts, hook.as_ref(), tracker.settle(), None);
+    }
     if let Some(h) = hook.as_mut() {
         h.finish();
     }
@@ -185,6 +192,44 @@ fn serve(opts: LiveOptions, rx: Receiver<Committed>) -> LiveSummary {
         "Live analyzer stopped."
     );
     summary
+}
+
+/// The file whose lock makes an analyzer the one that publishes for a store.
+const LEAD_FILE: &str = "_live.lock";
+
+/// Takes the store's analyzer lock if no other process holds it.
+fn lead(store: &std::path::Path) -> std::io::Result<Option<std::fs::File>> {
+    std::fs::create_dir_all(store)?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(store.join(LEAD_FILE))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    }
+}
+
+/// A tracker that carries on from what is already in the log (a restart, or taking over
+/// from another worker's analyzer).
+fn resumed_tracker(runtime: &tokio::runtime::Runtime, opts: &LiveOptions) -> Tracker {
+    match runtime.block_on(resume_point(opts)) {
+        Ok(published) => {
+            info!(
+                incidents = published.len(),
+                "Live analyzer leads; resuming from the log."
+            );
+            Tracker::resume(published)
+        }
+        Err(e) => {
+            warn!(
+                "The incidents already published could not be read ({e}); revisions restart at 1."
+            );
+            Tracker::new()
+        }
+    }
 }
 
 /// The incidents already published that the current window still covers.
