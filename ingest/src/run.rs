@@ -131,7 +131,8 @@ impl RowSink for StoreWriter {
 /// Ingests `opts.paths` into the store at `opts.store`.
 pub fn ingest(opts: &IngestOptions) -> Result<IngestSummary, IngestError> {
     decoder_for(opts.format)?;
-    let writer = StoreWriter::open(&opts.store)?;
+    // A stream worker or its live analyzer may hold the lock for a commit: take turns.
+    let writer = StoreWriter::open_waiting(&opts.store, std::time::Duration::from_secs(120))?;
     if opts.pipeline {
         ingest_into(opts, &mut PipelinedSink::spawn(writer))
     } else {
