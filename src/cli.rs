@@ -55,24 +55,8 @@ pub struct IngestArgs {
     /// The input format: auto, envelope, k8s, prometheus, kmsg, container-log, slurm.
     #[arg(long, default_value = "auto")]
     pub format: String,
-    /// The node for records that do not name one (kernel logs, scrapes).
-    #[arg(long)]
-    pub node: Option<String>,
-    /// The cluster to stamp on rows that carry none.
-    #[arg(long)]
-    pub cluster: Option<String>,
-    /// Namespace for plain `kubectl logs` output.
-    #[arg(long)]
-    pub namespace: Option<String>,
-    /// Pod for plain `kubectl logs` output.
-    #[arg(long)]
-    pub pod: Option<String>,
-    /// Time for records that carry none (RFC 3339 or relative, e.g. -2h).
-    #[arg(long, allow_hyphen_values = true)]
-    pub time: Option<String>,
-    /// Boot time for kernel records stamped relative to boot (RFC 3339 or relative).
-    #[arg(long, allow_hyphen_values = true)]
-    pub boot_time: Option<String>,
+    #[command(flatten)]
+    pub hints: HintArgs,
     /// Never draw a progress bar, even on a terminal.
     #[arg(long)]
     pub no_progress: bool,
@@ -151,6 +135,55 @@ pub struct ReportArgs {
     pub output: Option<PathBuf>,
 }
 
+/// What decoders cannot read from a record itself (ingest and replay).
+#[derive(Debug, Args)]
+pub struct HintArgs {
+    /// The node for records that do not name one (kernel logs, scrapes).
+    #[arg(long)]
+    pub node: Option<String>,
+    /// The cluster to stamp on rows that carry none.
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// Namespace for plain `kubectl logs` output.
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// Pod for plain `kubectl logs` output.
+    #[arg(long)]
+    pub pod: Option<String>,
+    /// Time for records that carry none (RFC 3339 or relative, e.g. -2h).
+    #[arg(long, allow_hyphen_values = true)]
+    pub time: Option<String>,
+    /// Boot time for kernel records stamped relative to boot (RFC 3339 or relative).
+    #[arg(long, allow_hyphen_values = true)]
+    pub boot_time: Option<String>,
+}
+
+impl HintArgs {
+    /// The decoder hints, with the times parsed (relative ones against now).
+    fn into_hints(self) -> Result<whyslow_ingest::decode::Hints> {
+        let now = whyslow_ingest::time::now_ns();
+        let time = |flag: &str, v: Option<String>| {
+            v.map(|s| {
+                whyslow_ingest::time::parse_cli_time(&s, now).map_err(|e| {
+                    usage(format!(
+                        "--{flag}: {e} (expected RFC 3339 or relative like -2h)"
+                    ))
+                })
+            })
+            .transpose()
+        };
+        Ok(whyslow_ingest::decode::Hints {
+            path: None,
+            node: self.node,
+            namespace: self.namespace,
+            pod: self.pod,
+            cluster: self.cluster,
+            default_time_ns: time("time", self.time)?,
+            boot_time_ns: time("boot-time", self.boot_time)?,
+        })
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
     /// Only retry dead letters; leave slowdowns and causes as they are.
@@ -167,24 +200,9 @@ pub struct ReplayArgs {
     /// topic), e.g. to give one node's kernel log its --boot-time.
     #[arg(long)]
     pub source: Option<String>,
-    /// As for ingest: the node for records that do not name one.
-    #[arg(long)]
-    pub node: Option<String>,
-    /// As for ingest: the cluster to stamp on rows that carry none.
-    #[arg(long)]
-    pub cluster: Option<String>,
-    /// As for ingest: namespace for plain `kubectl logs` output.
-    #[arg(long)]
-    pub namespace: Option<String>,
-    /// As for ingest: pod for plain `kubectl logs` output.
-    #[arg(long)]
-    pub pod: Option<String>,
-    /// As for ingest: time for records that carry none (RFC 3339 or relative).
-    #[arg(long, allow_hyphen_values = true)]
-    pub time: Option<String>,
-    /// As for ingest: boot time for kernel records stamped relative to boot.
-    #[arg(long, allow_hyphen_values = true)]
-    pub boot_time: Option<String>,
+    /// The decoder hints, as for ingest (applied to every letter retried).
+    #[command(flatten)]
+    pub hints: HintArgs,
 }
 
 /// A usage error found after parsing (a bad time, format or parameter): exit code 2.
@@ -264,13 +282,6 @@ fn report(store: PathBuf, args: ReportArgs) -> Result<()> {
 /// `whyslow replay`: retries dead letters, rebuilds slowdowns and causes, prints what changed.
 fn replay(store: PathBuf, a: ReplayArgs) -> Result<()> {
     use whyslow_analyzers::replay::{ReplayRequest, render, replay as run_replay};
-    use whyslow_ingest::decode::Hints;
-    use whyslow_ingest::time::{now_ns, parse_cli_time};
-    let now = now_ns();
-    let time = |flag: &str, v: Option<String>| {
-        v.map(|s| parse_cli_time(&s, now).map_err(|e| usage(format!("--{flag}: {e}"))))
-            .transpose()
-    };
     let mut req = ReplayRequest::new(store);
     req.dead_letters = !a.derived_only;
     req.derived = !a.dead_letters_only;
@@ -280,15 +291,7 @@ fn replay(store: PathBuf, a: ReplayArgs) -> Result<()> {
         .transpose()
         .map_err(usage)?;
     req.redecode.source_prefix = a.source;
-    req.redecode.hints = Hints {
-        path: None,
-        node: a.node,
-        namespace: a.namespace,
-        pod: a.pod,
-        cluster: a.cluster,
-        default_time_ns: time("time", a.time)?,
-        boot_time_ns: time("boot-time", a.boot_time)?,
-    };
+    req.redecode.hints = a.hints.into_hints()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -376,35 +379,14 @@ async fn shutdown_signal() {
 /// stderr and make the exit code 1 after the others were ingested.
 fn ingest(store: PathBuf, a: IngestArgs) -> Result<()> {
     use std::io::IsTerminal;
-    use whyslow_ingest::decode::Hints;
     use whyslow_ingest::run::{IngestError, IngestOptions};
-    use whyslow_ingest::time::{now_ns, parse_cli_time};
 
     let format = a
         .format
         .parse()
         .map_err(|e: whyslow_ingest::decode::UnknownFormat| UsageError(e.to_string()))?;
-    let now = now_ns();
-    let time = |flag: &str, v: Option<String>| {
-        v.map(|s| {
-            parse_cli_time(&s, now).map_err(|e| {
-                UsageError(format!(
-                    "--{flag}: {e} (expected RFC 3339 or relative like -2h)"
-                ))
-            })
-        })
-        .transpose()
-    };
     let mut opts = IngestOptions::new(store, a.paths, format);
-    opts.hints = Hints {
-        path: None,
-        node: a.node,
-        namespace: a.namespace,
-        pod: a.pod,
-        cluster: a.cluster,
-        default_time_ns: time("time", a.time)?,
-        boot_time_ns: time("boot-time", a.boot_time)?,
-    };
+    opts.hints = a.hints.into_hints()?;
     opts.progress = !a.no_progress && std::io::stderr().is_terminal();
     let summary = whyslow_ingest::run::ingest(&opts).map_err(|e| match e {
         IngestError::Unsupported(_) => anyhow::Error::new(UsageError(e.to_string())),

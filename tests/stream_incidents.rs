@@ -1,7 +1,8 @@
 //! Live incidents end to end against a real broker (tansu): the seed scenario's messages
-//! go through Kafka into `whyslow stream`, whose live analyzers publish incidents to
-//! `--incidents-topic` and run `--on-incident`; the latest revision of each incident must
-//! equal the slowdowns of `whyslow report` over the same store.
+//! (produced as in `tests/stream_scenarios.rs`) go through Kafka into `whyslow stream`,
+//! whose live analyzers publish incidents to `--incidents-topic` and run `--on-incident`;
+//! the latest revision of each incident must equal the slowdowns of `whyslow report` over
+//! the same store.
 
 mod support;
 
@@ -12,58 +13,12 @@ use std::time::{Duration, Instant};
 use rdkafka::ClientConfig;
 use rdkafka::Message as _;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use support::broker::Broker;
+use support::scenario::produce_scenario;
+use support::signal;
 use whyslow_analyzers::report::{Report, Slowdown};
-use whyslow_fixtures::messages::{ScenarioMessage, scenario_messages};
+use whyslow_fixtures::messages::scenario_messages;
 use whyslow_ingest::store::Store;
-
-const FORMATS: [&str; 5] = ["k8s", "prometheus", "kmsg", "container-log", "envelope"];
-
-fn produce(broker: &Broker, messages: &[ScenarioMessage]) {
-    let p: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
-        .set("bootstrap.servers", broker.addr())
-        .set("linger.ms", "5")
-        .set("enable.idempotence", "false")
-        .create()
-        .expect("producer");
-    for m in messages {
-        let mut headers = OwnedHeaders::new();
-        for (k, v) in &m.headers {
-            headers = headers.insert(Header {
-                key: k,
-                value: Some(v.as_bytes()),
-            });
-        }
-        let mut record = BaseRecord::to(m.format)
-            .payload(&m.payload)
-            .headers(headers);
-        if let Some(k) = &m.key {
-            record = record.key(k);
-        }
-        loop {
-            match p.send(record) {
-                Ok(()) => break,
-                Err((_, r)) => {
-                    // Queue full: let the background thread deliver, then retry.
-                    record = r;
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-            }
-        }
-    }
-    p.flush(Duration::from_secs(60)).expect("delivered");
-}
-
-fn signal(child: &std::process::Child, sig: &str) {
-    let ok = Command::new("kill")
-        .args([sig, &child.id().to_string()])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "kill {sig}");
-}
 
 /// The latest revision of each incident on the topic (key = incident id).
 fn latest_incidents(broker: &Broker) -> BTreeMap<String, serde_json::Value> {
@@ -108,11 +63,8 @@ fn seed_scenario_incidents_stream_out_and_equal_the_report() {
     let scenario = whyslow_fixtures::committed_scenarios_dir().join("seed-preemption");
     let messages = scenario_messages(&scenario).expect("scenario messages");
     let broker = Broker::start();
-    for f in FORMATS {
-        broker.create_topic(f, 1);
-    }
     broker.create_topic("incidents", 1);
-    produce(&broker, &messages);
+    let produced = produce_scenario(&broker, "seed", &messages);
 
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("store");
@@ -120,8 +72,9 @@ fn seed_scenario_incidents_stream_out_and_equal_the_report() {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_whyslow"));
     cmd.args(["--store", store.to_str().unwrap(), "stream"])
         .args(["--brokers", &broker.addr(), "--group", "live"]);
-    for f in FORMATS {
-        cmd.args(["--topic", &format!("{f}={f}")]);
+    for t in produced.keys() {
+        let format = t.rsplit_once('.').expect("prefix.format").1;
+        cmd.args(["--topic", &format!("{t}={format}")]);
     }
     let worker = cmd
         .args(["--incidents-topic", "incidents"])

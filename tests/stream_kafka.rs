@@ -13,6 +13,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use rdkafka::ClientConfig;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use support::broker::Broker;
+use support::signal;
 use whyslow_ingest::store::Store;
 use whyslow_schemas::Table;
 
@@ -119,15 +120,6 @@ fn start_worker(store: &Path, broker: &Broker, group: &str, topic: &str) -> Chil
         .stderr(Stdio::inherit())
         .spawn()
         .expect("start whyslow stream")
-}
-
-fn signal(child: &Child, sig: &str) {
-    let ok = Command::new("kill")
-        .args([sig, &child.id().to_string()])
-        .status()
-        .expect("kill")
-        .success();
-    assert!(ok, "kill {sig} failed");
 }
 
 fn stop_gracefully(mut child: Child) {

@@ -22,10 +22,8 @@ use std::time::{Duration, Instant};
 
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use rdkafka::ClientConfig;
-use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use support::broker::Broker;
+use support::scenario::produce_scenario;
 use whyslow_analyzers::Selection;
 use whyslow_analyzers::command::{analyze_store, ingest_dir};
 use whyslow_analyzers::live::{LiveAnalyzer, LiveOptions};
@@ -76,71 +74,6 @@ impl Streamed {
     }
 }
 
-/// The topic of a scenario's messages of one format.
-fn topic(prefix: &str, format: &str) -> String {
-    format!("{prefix}.{format}")
-}
-
-/// Produces `messages` in order (one partition per topic, so their order is kept), each
-/// with its key, headers and its content time as the Kafka timestamp. Returns the count
-/// per topic.
-fn produce(broker: &Broker, prefix: &str, messages: &[ScenarioMessage]) -> BTreeMap<String, i64> {
-    let mut produced: BTreeMap<String, i64> = BTreeMap::new();
-    for m in messages {
-        *produced.entry(topic(prefix, m.format)).or_default() += 0;
-    }
-    for t in produced.keys() {
-        broker.create_topic(t, 1);
-    }
-    let p: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
-        .set("bootstrap.servers", broker.addr())
-        .set("linger.ms", "20")
-        .set("batch.num.messages", "5000")
-        .set("message.max.bytes", "16000000")
-        .set("enable.idempotence", "false")
-        .create()
-        .expect("producer");
-    for m in messages {
-        let t = topic(prefix, m.format);
-        let mut headers = OwnedHeaders::new_with_capacity(m.headers.len());
-        for (k, v) in &m.headers {
-            headers = headers.insert(Header {
-                key: k,
-                value: Some(v.as_bytes()),
-            });
-        }
-        let mut record = BaseRecord::<str, [u8]>::to(&t)
-            .partition(0)
-            .payload(&m.payload[..])
-            .timestamp(m.time_ns.div_euclid(1_000_000))
-            .headers(headers);
-        if let Some(k) = &m.key {
-            record = record.key(k.as_str());
-        }
-        loop {
-            match p.send(record) {
-                Ok(()) => break,
-                Err((e, r)) => {
-                    assert!(
-                        matches!(
-                            e.rdkafka_error_code(),
-                            Some(rdkafka::types::RDKafkaErrorCode::QueueFull)
-                        ),
-                        "producing {}: {e}",
-                        m.origin
-                    );
-                    record = r;
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-            }
-        }
-        *produced.get_mut(&t).expect("topic counted above") += 1;
-    }
-    p.flush(Duration::from_secs(120))
-        .expect("all messages delivered");
-    produced
-}
-
 /// Whether the store at `path` holds every produced message (its recorded next offsets
 /// equal the produced counts).
 fn holds_all(path: &Path, produced: &BTreeMap<String, i64>) -> bool {
@@ -164,7 +97,7 @@ pub fn stream_scenario(broker: &Broker, dir: &Path, prefix: &str, live: bool) ->
         *per_format.entry(m.format).or_default() += 1;
     }
     let started = Instant::now();
-    let produced = produce(broker, prefix, &messages);
+    let produced = produce_scenario(broker, prefix, &messages);
     let produce_time = started.elapsed();
     drop(messages);
 

@@ -24,13 +24,11 @@ pub struct ReportRequest {
     pub persist: bool,
 }
 
-async fn open(store: &Path) -> Result<SessionContext> {
+/// A SQL session over the store at `store` (tables and views registered).
+pub(crate) async fn open(store: &Path) -> Result<SessionContext> {
     whyslow_queries::open_session(store)
         .await
-        .map_err(|e| AnalyzeError::Store {
-            path: store.display().to_string(),
-            detail: e.to_string(),
-        })
+        .map_err(|e| AnalyzeError::store(store, e))
 }
 
 /// Analyzes a store and builds its report (and the analysis, for the HTML timelines).

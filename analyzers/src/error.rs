@@ -40,5 +40,15 @@ pub enum AnalyzeError {
     Usage(String),
 }
 
+impl AnalyzeError {
+    /// The store at `path` could not be read or written, for the reason `detail`.
+    pub fn store(path: &std::path::Path, detail: impl std::fmt::Display) -> Self {
+        AnalyzeError::Store {
+            path: path.display().to_string(),
+            detail: detail.to_string(),
+        }
+    }
+}
+
 /// The analyzers' result type.
 pub type Result<T, E = AnalyzeError> = std::result::Result<T, E>;

@@ -1,6 +1,17 @@
-//! Shared test support: a real Kafka-compatible broker.
+//! Shared test support: a real Kafka-compatible broker, scenarios produced to it, signals.
 
 // Each test binary uses a different part of it.
 #![allow(dead_code)]
 
 pub mod broker;
+pub mod scenario;
+
+/// Sends `sig` (e.g. `-TERM`, `-KILL`) to a child process.
+pub fn signal(child: &std::process::Child, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .expect("kill")
+        .success();
+    assert!(ok, "kill {sig} failed");
+}

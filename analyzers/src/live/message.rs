@@ -13,6 +13,7 @@ use whyslow_schemas::Table;
 
 use super::tracker::Revision;
 use crate::report::Slowdown;
+use crate::report::build::rfc3339_millis;
 use crate::{AnalyzeError, Result};
 
 /// The JSON of one revision: the contract's slowdown fields, extended.
@@ -45,8 +46,8 @@ impl Outgoing {
             incident_id: &revision.incident_id,
             revision: revision.revision,
             status: revision.status.as_str(),
-            published_at: rfc3339_ms(published_ns),
-            evidence_arrived_at: arrived_ns.map(rfc3339_ms),
+            published_at: rfc3339_millis(published_ns),
+            evidence_arrived_at: arrived_ns.map(rfc3339_millis),
             slowdown: &revision.slowdown,
         })?;
         Ok(Outgoing {
@@ -56,12 +57,6 @@ impl Outgoing {
             json,
         })
     }
-}
-
-/// RFC 3339 with milliseconds: latencies are measured from these.
-fn rfc3339_ms(ns: i64) -> String {
-    chrono::DateTime::<chrono::Utc>::from_timestamp_nanos(ns)
-        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 fn ts() -> TimestampNanosecondBuilder {

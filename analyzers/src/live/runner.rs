@@ -234,38 +234,44 @@ fn resumed_tracker(runtime: &tokio::runtime::Runtime, opts: &LiveOptions) -> Tra
 
 /// The incidents already published that the current window still covers.
 async fn resume_point(opts: &LiveOptions) -> Result<Vec<Published>> {
-    let store = Store::open(&opts.store).map_err(|e| AnalyzeError::Store {
-        path: opts.store.display().to_string(),
-        detail: e.to_string(),
-    })?;
+    let store = Store::open(&opts.store).map_err(|e| AnalyzeError::store(&opts.store, e))?;
     if store.rows(Table::Incidents) == 0 {
         return Ok(Vec::new());
     }
-    let window_ns = i64::try_from(opts.window.as_nanos()).unwrap_or(i64::MAX);
-    let from = data_extent(&store).map_or(i64::MIN, |(first, last)| {
-        last.saturating_sub(window_ns).max(first)
-    });
+    let from = window_of(&store, opts.window).map_or(i64::MIN, |w| w.from);
     published_incidents(&opts.store, from).await
+}
+
+/// Where the analyzed window of a store starts.
+struct WindowStart {
+    from: i64,
+    /// The window starts after the first data (older data is left out).
+    truncated: bool,
+}
+
+/// The last `window` of the store's raw data (placed from the segments' time
+/// statistics); `None` when it holds no data yet.
+fn window_of(store: &Store, window: Duration) -> Option<WindowStart> {
+    let (first, last) = data_extent(store)?;
+    let window_ns = i64::try_from(window.as_nanos()).unwrap_or(i64::MAX);
+    let from = last.saturating_sub(window_ns).max(first);
+    Some(WindowStart {
+        from,
+        truncated: from > first,
+    })
 }
 
 type Window = (Vec<Sighting>, i64, bool);
 
 /// Analyzes the last `opts.window` of data; `None` when the store holds no data yet.
 async fn analyze_window(opts: &LiveOptions) -> Result<Option<Window>> {
-    let store_err = |e: &dyn std::fmt::Display| AnalyzeError::Store {
-        path: opts.store.display().to_string(),
-        detail: e.to_string(),
-    };
-    let store = Store::open(&opts.store).map_err(|e| store_err(&e))?;
-    let Some((first, last)) = data_extent(&store) else {
+    let store = Store::open(&opts.store).map_err(|e| AnalyzeError::store(&opts.store, e))?;
+    let Some(WindowStart { from, truncated }) = window_of(&store, opts.window) else {
         return Ok(None);
     };
-    let window_ns = i64::try_from(opts.window.as_nanos()).unwrap_or(i64::MAX);
-    let from = last.saturating_sub(window_ns).max(first);
-    let truncated = from > first;
     let ctx = whyslow_queries::session_over(&store)
         .await
-        .map_err(|e| store_err(&e))?;
+        .map_err(|e| AnalyzeError::store(&opts.store, e))?;
     let selection = Selection {
         from_ns: truncated.then_some(from),
         ..Selection::default()
@@ -283,7 +289,7 @@ async fn analyze_window(opts: &LiveOptions) -> Result<Option<Window>> {
             end_ns: f.symptom.end_ns,
         })
         .collect();
-    debug!(from, last, truncated, "Live analysis done.");
+    debug!(from, truncated, "Live analysis done.");
     Ok(Some((sightings, from, truncated)))
 }
 
@@ -357,14 +363,10 @@ fn emit(
 }
 
 fn append(opts: &LiveOptions, out: &[Outgoing]) -> Result<()> {
-    let err = |e: &dyn std::fmt::Display| AnalyzeError::Store {
-        path: opts.store.display().to_string(),
-        detail: e.to_string(),
-    };
+    let err = |e| AnalyzeError::store(&opts.store, e);
     let batch = incidents_batch(out)?;
-    let mut w =
-        StoreWriter::open_waiting(&opts.store, Duration::from_secs(120)).map_err(|e| err(&e))?;
-    w.append(Table::Incidents, batch).map_err(|e| err(&e))?;
-    w.commit(&[]).map_err(|e| err(&e))?;
+    let mut w = StoreWriter::open_waiting(&opts.store, Duration::from_secs(120)).map_err(err)?;
+    w.append(Table::Incidents, batch).map_err(err)?;
+    w.commit(&[]).map_err(err)?;
     Ok(())
 }

@@ -13,6 +13,12 @@ pub fn rfc3339(ns: i64) -> String {
     DateTime::<Utc>::from_timestamp_nanos(ns).to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
+/// RFC 3339 with milliseconds (incident publication and evidence times, from which
+/// latencies are measured).
+pub fn rfc3339_millis(ns: i64) -> String {
+    DateTime::<Utc>::from_timestamp_nanos(ns).to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
 /// Seconds to one decimal.
 pub fn round1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
