@@ -336,6 +336,7 @@ mod tests {
             rank: None,
             plot: Vec::new(),
             restored: false,
+            gpu: None,
         }
     }
 
@@ -350,6 +351,7 @@ mod tests {
             time_ns: t * S,
             evidence: vec![ev.to_string()],
             summary: cause.id().to_string(),
+            strength: 1.0,
             rule: "test",
         }
     }
@@ -365,6 +367,20 @@ mod tests {
                 summary: id.into(),
             },
         )
+    }
+
+    #[test]
+    fn a_level_signal_that_did_not_change_yields_to_a_new_one() {
+        // A power-cap bit as usual under load, and a thermal throttle that is new.
+        let mut usual = cand(Cause::PowerThrottle, 995, Reach::Gpu, Some("n1"), "p");
+        usual.strength = 0.05;
+        let new = cand(Cause::DataloaderStall, 990, Reach::Workload, None, "d");
+        let sym = symptom(SymptomKind::Regression);
+        let ranked = attribute(&sym, &[&usual, &new], &HashMap::new(), &[], 20);
+        assert_eq!(ranked[0].cause, Cause::DataloaderStall, "{ranked:?}");
+        // Alone, the unchanged level explains nothing.
+        let ranked = attribute(&sym, &[&usual], &HashMap::new(), &[], 20);
+        assert_eq!(ranked[0].cause, Cause::Unknown, "{ranked:?}");
     }
 
     #[test]

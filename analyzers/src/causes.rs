@@ -98,6 +98,10 @@ pub struct Candidate {
     pub time_ns: i64,
     pub evidence: Vec<String>,
     pub summary: String,
+    /// How abnormal the evidence is against its own level before the onset, in 0..=1:
+    /// rules that judge a level (throttle share, dataloader waits) say so in a
+    /// `strength` column; discrete evidence (an Xid, a preemption) stands at 1.
+    pub strength: f64,
     /// The rule's path under `queries/sql/`.
     pub rule: &'static str,
 }
@@ -270,6 +274,11 @@ fn read_candidates(
     let time = c.times("time")?;
     let evidence = c.string_lists("evidence")?;
     let summary = c.strings("summary")?;
+    let strength = if c.has("strength") {
+        c.floats("strength")?
+    } else {
+        vec![None; batch.num_rows()]
+    };
     for i in 0..batch.num_rows() {
         let (Some(id), Some(cause_id), Some(time_ns)) = (&ids[i], &causes[i], time[i]) else {
             continue;
@@ -295,6 +304,7 @@ fn read_candidates(
             time_ns,
             evidence: ev,
             summary: summary[i].clone().unwrap_or_else(|| cause.id().to_string()),
+            strength: strength[i].map_or(1.0, |v| v.clamp(0.0, 1.0)),
             rule: file,
         });
     }

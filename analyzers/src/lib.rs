@@ -17,6 +17,7 @@ pub mod live;
 pub mod output;
 pub mod replay;
 pub mod report;
+pub mod settle;
 pub mod sql;
 pub mod state;
 pub mod symptoms;

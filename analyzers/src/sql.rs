@@ -38,6 +38,7 @@ pub mod symptoms {
     pub const LIFECYCLE: SqlFile = sql!("symptoms/lifecycle.sql");
     pub const EXTENT: SqlFile = sql!("symptoms/extent.sql");
     pub const PLACEMENTS: SqlFile = sql!("symptoms/placements.sql");
+    pub const GPU_ACTIVITY: SqlFile = sql!("symptoms/gpu_activity.sql");
 }
 
 /// The view every cause rule reads: events in each symptom's scope.

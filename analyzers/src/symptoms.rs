@@ -2,14 +2,21 @@
 //! restarts, regressions, stragglers, throughput drops and pending workloads, each with
 //! its window, baseline, observed value and lost time as `contracts/report.md` defines.
 
+pub mod gpu_straggler;
+pub mod pace;
 pub mod pending;
 pub mod progress;
 pub mod regression;
+pub mod restore;
+pub mod run;
 pub mod stats;
 pub mod straggler;
 pub mod throughput;
 
 use std::fmt;
+
+/// A workload by namespace and name.
+pub type WorkloadName = (Option<String>, Option<String>);
 
 /// Which workload (and run) a series or symptom belongs to.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -91,6 +98,9 @@ pub struct Symptom {
     pub plot: Vec<(i64, f64)>,
     /// Whether progress resumed from an earlier step (a checkpoint restore).
     pub restored: bool,
+    /// The node and GPU concerned, where the symptom is one GPU's (a straggler found in
+    /// DCGM activity, without per-rank data).
+    pub gpu: Option<(String, Option<String>)>,
 }
 
 /// Time intervals the framework announced as expected pauses (evals, normal checkpoint

@@ -1,5 +1,6 @@
 //! Scoring one candidate cause against one symptom: temporal precedence and proximity,
-//! topological match, the cause's specificity, and how well it fits the kind of symptom.
+//! topological match, the cause's specificity, how well it fits the kind of symptom, and
+//! the strength of the evidence's change against its own level before the onset.
 
 use whyslow_schemas::Cause;
 
@@ -19,12 +20,17 @@ pub struct Score {
     pub topology: f64,
     pub specificity: f64,
     pub fit: f64,
+    /// How abnormal the evidence is against its level before the onset (1 for discrete
+    /// evidence): a level signal that did not change explains nothing.
+    pub strength: f64,
 }
 
 impl Score {
     /// The combined confidence in 0..1.
     pub fn total(&self) -> f64 {
-        (self.fit * (0.35 * self.temporal + 0.30 * self.topology + 0.35 * self.specificity))
+        (self.fit
+            * self.strength
+            * (0.35 * self.temporal + 0.30 * self.topology + 0.35 * self.specificity))
             .clamp(0.0, 0.99)
     }
 }
@@ -74,14 +80,14 @@ pub fn specificity(cause: Cause) -> f64 {
         NetworkDegraded | StorageSlow | HostResourcePressure | Recompilation | DataloaderStall => {
             0.8
         }
-        QuotaWait | CollectiveTimeout => 0.75,
+        QuotaWait | CollectiveTimeout | NoisyNeighbor => 0.75,
         CrashLoop | ScaleChange | CheckpointSave | CheckpointRestore | ConfigChange => 0.7,
-        NoisyNeighbor | StragglerRank => 0.6,
+        StragglerRank => 0.6,
         Unknown => 0.0,
     }
 }
 
-/// How plausibly the cause produces this kind of symptom: 1, 0.6 or 0.3.
+/// How plausibly the cause produces this kind of symptom: 1, 0.8 or 0.4.
 pub fn fit(cause: Cause, kind: SymptomKind) -> f64 {
     use Cause::*;
     use SymptomKind::*;
@@ -102,6 +108,8 @@ pub fn fit(cause: Cause, kind: SymptomKind) -> f64 {
             ImagePull,
             CheckpointRestore,
             CollectiveTimeout,
+            NvlinkError,
+            NetworkDegraded,
         ],
         Regression | ThroughputDrop => &[
             ThermalThrottle,
@@ -115,6 +123,8 @@ pub fn fit(cause: Cause, kind: SymptomKind) -> f64 {
             StragglerRank,
             ConfigChange,
             ScaleChange,
+            StorageSlow,
+            HostResourcePressure,
         ],
         Straggler => &[ThermalThrottle, PowerThrottle, NoisyNeighbor, StragglerRank],
         Pending => &[
@@ -126,15 +136,8 @@ pub fn fit(cause: Cause, kind: SymptomKind) -> f64 {
         ],
     };
     let medium: &[Cause] = match kind {
-        Stall | Restart => &[
-            NvlinkError,
-            NetworkDegraded,
-            CheckpointSave,
-            DataloaderStall,
-            Recompilation,
-            ScaleChange,
-        ],
-        Regression | ThroughputDrop => &[StorageSlow, GpuMemoryError, HostResourcePressure],
+        Stall | Restart => &[CheckpointSave, DataloaderStall, Recompilation, ScaleChange],
+        Regression | ThroughputDrop => &[GpuMemoryError],
         Straggler => &[
             GpuMemoryError,
             NvlinkError,
@@ -149,12 +152,14 @@ pub fn fit(cause: Cause, kind: SymptomKind) -> f64 {
             CrashLoop,
         ],
     };
+    // Medium and weak fits temper a score without deciding a verdict on their own: the
+    // evidence's timing, place and strength do.
     if strong.contains(&cause) {
         1.0
     } else if medium.contains(&cause) {
-        0.6
+        0.8
     } else {
-        0.3
+        0.4
     }
 }
 
@@ -170,6 +175,7 @@ pub fn score(c: &Candidate, kind: SymptomKind, onset_ns: i64, end_ns: i64) -> Sc
         topology: topology(c.reach),
         specificity: specificity(c.cause),
         fit: fit(c.cause, kind),
+        strength: c.strength,
     }
 }
 

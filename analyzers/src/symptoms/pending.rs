@@ -24,37 +24,80 @@ fn waits(kind: &str) -> bool {
     )
 }
 
-fn runs(kind: &str) -> bool {
-    matches!(
-        kind,
-        "scheduled" | "started" | "run_started" | "pod_running" | "running"
-    )
+/// Marks that a workload runs: its containers started (where the kubelet's events are
+/// there; image pulls live between Scheduled and them), else its pods placed.
+fn runs(kind: &str, containers: bool) -> bool {
+    if containers {
+        matches!(
+            kind,
+            "container_started" | "run_started" | "pod_running" | "running"
+        )
+    } else {
+        matches!(
+            kind,
+            "scheduled" | "started" | "run_started" | "pod_running" | "running"
+        )
+    }
 }
 
 fn ends(kind: &str) -> bool {
-    matches!(kind, "finished" | "completed" | "run_finished" | "deleted")
+    matches!(
+        kind,
+        "finished" | "completed" | "run_finished" | "deleted" | "saw_completed_job"
+    )
 }
 
-/// The waits of one workload: `(start, end, ongoing)` intervals in time order.
+/// The wait of one workload's start, and the image pulls it counts.
+#[derive(Default)]
+struct Pulls {
+    /// Pulls begun and not yet done (pulled or failed).
+    open: u32,
+}
+
+impl Pulls {
+    fn see(&mut self, kind: &str) {
+        match kind {
+            "image_pulling" => self.open += 1,
+            "image_pulled" | "image_pull_failed" => self.open = self.open.saturating_sub(1),
+            _ => {}
+        }
+    }
+}
+
+/// The waits of one workload: `(start, end, ongoing)` intervals in time order. A wait
+/// ends when every pod of the start runs: container starts that follow each other
+/// closely, or that follow while an image pull begun for the start is still under way.
 pub fn waits_of(events: &[Lifecycle], horizon_ns: i64) -> Vec<(i64, i64, bool)> {
-    let mut out = Vec::new();
+    let containers = events.iter().any(|e| e.kind == "container_started");
+    let mut out: Vec<(i64, i64, bool)> = Vec::new();
     let mut since: Option<i64> = None;
+    let mut pulls = Pulls::default();
+    // Pods of the last closed start still pulling their image when it closed.
+    let mut owed = 0u32;
     for e in events {
         let k = e.kind.as_str();
+        pulls.see(k);
         if waits(k) {
             // An eviction while running, or a first sign of waiting, opens a wait.
-            since = since.or(Some(e.time_ns));
-        } else if runs(k) {
+            if since.is_none() {
+                since = Some(e.time_ns);
+                pulls = Pulls::default();
+            }
+        } else if runs(k, containers) {
             if let Some(s) = since.take() {
                 out.push((s, e.time_ns, false));
+                owed = pulls.open;
             } else if let Some(last) = out.last_mut()
-                && e.time_ns - last.1 <= 60_000_000_000
+                && (owed > 0 || e.time_ns - last.1 <= 60_000_000_000)
             {
                 // Later pods of the same start: the wait ends when all of them run.
                 last.1 = last.1.max(e.time_ns);
+                owed = owed.saturating_sub(1);
             }
         } else if ends(k) {
             since = None;
+            pulls = Pulls::default();
+            owed = 0;
         }
     }
     if let Some(s) = since {
@@ -97,6 +140,7 @@ pub fn detect(
             rank: None,
             plot: Vec::new(),
             restored: false,
+            gpu: None,
         });
     }
     out
@@ -138,6 +182,35 @@ mod tests {
         );
         assert_eq!(found.len(), 1);
         assert!((found[0].lost_seconds - (540.0 - 7.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_wait_ends_when_containers_run_not_at_scheduled() {
+        // Admitted and scheduled at once, then an 11-minute image pull.
+        let events = vec![
+            ev(0, "created"),
+            ev(2, "admitted"),
+            ev(3, "scheduled"),
+            ev(4, "image_pulling"),
+            ev(679, "image_pulled"),
+            ev(680, "container_started"),
+        ];
+        assert_eq!(waits_of(&events, 900 * S), vec![(0, 680 * S, false)]);
+        // One pod pulls slowly while its sibling starts at once: all of them must run.
+        let events = vec![
+            ev(0, "created"),
+            ev(3, "scheduled"),
+            ev(3, "scheduled"),
+            ev(4, "image_pulling"),
+            ev(4, "image_pulling"),
+            ev(9, "image_pulled"),
+            ev(10, "container_started"),
+            ev(399, "image_pulled"),
+            ev(400, "container_started"),
+            // A restart much later is not part of the start.
+            ev(800, "container_started"),
+        ];
+        assert_eq!(waits_of(&events, 900 * S), vec![(0, 400 * S, false)]);
     }
 
     #[test]

@@ -19,6 +19,11 @@ pub struct ProgressInput<'a> {
     pub horizon_ns: i64,
     /// When the run announced it finished, if it did.
     pub finished_ns: Option<i64>,
+    /// The last record of the workload other than announcements of its end (pods,
+    /// GPU samples, logs, Kueue events): a sign it is still there.
+    pub last_alive_ns: Option<i64>,
+    /// The last warning or error about the workload.
+    pub last_warning_ns: Option<i64>,
     /// The metric the progress came from.
     pub metric: &'a str,
     /// Whether each point's value is the wall time of its step (`step_time_seconds`).
@@ -95,15 +100,23 @@ pub fn detect(input: &ProgressInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
         ));
         j = recovered.map_or(pts.len(), |k| k + 1);
     }
-    // Progress that stopped and never came back before the last data.
+    // Progress that stopped and never came back before the last data. A run that stops
+    // reporting has finished unless something says otherwise: the workload is still
+    // there well after its last step (pods, GPU samples, logs, queue events), or a
+    // warning or error about it came after.
     if let Some(&(t_last, _)) = pts.last() {
         let quiet = secs(input.horizon_ns - t_last)
             - input.pauses.overlap_seconds(t_last, input.horizon_ns);
+        let threshold_ns = (threshold * 1e9) as i64;
         let finished = input
             .finished_ns
-            .is_some_and(|f| f <= t_last + (threshold * 1e9) as i64);
+            .is_some_and(|f| f <= t_last + threshold_ns);
+        let still_there = input
+            .last_alive_ns
+            .is_some_and(|a| a > t_last + threshold_ns)
+            || input.last_warning_ns.is_some_and(|w| w > t_last);
         let already = out.last().is_some_and(|s| s.ongoing);
-        if quiet > threshold && !finished && !already {
+        if quiet > threshold && !finished && still_there && !already {
             out.push(symptom(
                 input,
                 SymptomKind::Stall,
@@ -150,6 +163,7 @@ fn symptom(
         rank: None,
         plot: plot_of(&around, 400),
         restored,
+        gpu: None,
     }
 }
 
@@ -183,6 +197,8 @@ mod tests {
             pauses,
             horizon_ns: horizon * S,
             finished_ns: None,
+            last_alive_ns: Some(horizon * S),
+            last_warning_ns: None,
             metric: "step_time_seconds",
             own_step_time: false,
         }
@@ -241,6 +257,21 @@ mod tests {
             "{}",
             found[0].lost_seconds
         );
+    }
+
+    #[test]
+    fn a_run_that_stops_reporting_with_nothing_after_has_finished() {
+        let pts = run((0..=100).map(|i| (i * 2, i)));
+        let key = WorkloadKey::default();
+        let p = Pauses::default();
+        let cfg = DetectorConfig::default();
+        // Other workloads' data runs on to 900 s; this one's last record is its last step.
+        let mut quiet = input(&key, &pts, &p, 900);
+        quiet.last_alive_ns = Some(200 * S);
+        assert!(detect(&quiet, &cfg).is_empty());
+        // A warning about it after its last step: stopped, not finished.
+        quiet.last_warning_ns = Some(230 * S);
+        assert_eq!(detect(&quiet, &cfg).len(), 1);
     }
 
     #[test]

@@ -115,6 +115,7 @@ pub fn detect(input: &PaceInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
             rank: None,
             plot: plot_of(&around, 400),
             restored: false,
+            gpu: None,
         });
     }
     out

@@ -1,6 +1,9 @@
 //! Straggler detection: one rank's `compute_seconds` persistently above its peers' in the
-//! same steps. Lost time is the extra time of the job's steps: at each step the job waits
-//! for its slowest rank, so the straggler costs what it takes beyond the slowest peer.
+//! same steps — over a long stretch (segmentation of the rank's ratio to its peers) or in
+//! a shorter episode (a burst of records far above the peers and above the rank's own
+//! usual ratio). Lost time is the extra time of the job's steps: at each step the job
+//! waits for its slowest rank, so the straggler costs what it takes beyond the slowest
+//! peer, counted for every elapsed step (records may be sampled every N steps).
 
 use std::collections::BTreeMap;
 
@@ -18,6 +21,8 @@ pub struct RankSeries {
 /// One step as seen by a rank, compared with its peers.
 struct StepView {
     time_ns: i64,
+    /// Steps elapsed since the rank's previous record (the ones this record stands for).
+    steps: f64,
     own: f64,
     peers_median: f64,
     peers_max: f64,
@@ -48,10 +53,13 @@ pub fn detect(
     }
     let mut out = Vec::new();
     for r in ranks {
-        let views: Vec<StepView> = by_step
-            .values()
-            .filter_map(|m| {
+        let mut prev_step: Option<i64> = None;
+        let mut views: Vec<StepView> = by_step
+            .iter()
+            .filter_map(|(&step, m)| {
                 let &(time_ns, own) = m.get(&r.rank)?;
+                let steps = prev_step.map_or(0.0, |p| (step - p).max(1) as f64);
+                prev_step = Some(step);
                 let peers: Vec<f64> = m
                     .iter()
                     .filter(|(k, _)| **k != r.rank)
@@ -60,6 +68,7 @@ pub fn detect(
                 let peers_median = median(&peers)?;
                 Some(StepView {
                     time_ns,
+                    steps,
                     own,
                     peers_median,
                     peers_max: peers.iter().copied().fold(f64::MIN, f64::max),
@@ -69,8 +78,14 @@ pub fn detect(
                 })
             })
             .collect();
-        if views.len() < cfg.straggler_min_steps {
+        if views.len() < cfg.straggler_min_steps.min(BURST_MIN_RECORDS) {
             continue;
+        }
+        // The first record stands for as many steps as the usual gap between records.
+        let gaps: Vec<f64> = views.iter().skip(1).map(|v| v.steps).collect();
+        let usual_gap = median(&gaps).unwrap_or(1.0);
+        if let Some(first) = views.first_mut() {
+            first.steps = usual_gap;
         }
         let ratios: Vec<f64> = views
             .iter()
@@ -105,12 +120,27 @@ pub fn detect(
                 }
             }
         }
+        for burst in bursts(&views, &ratios, cfg) {
+            windows.push(burst);
+        }
+        windows.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::new();
         for (lo, hi) in windows {
-            if hi - lo < cfg.straggler_min_steps {
+            match merged.last_mut() {
+                Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+                _ => merged.push((lo, hi)),
+            }
+        }
+        for (lo, hi) in merged {
+            let seg = &views[lo..hi];
+            let elapsed: f64 = seg.iter().map(|v| v.steps).sum();
+            if elapsed < cfg.straggler_min_steps as f64 {
                 continue;
             }
-            let seg = &views[lo..hi];
-            let lost: f64 = seg.iter().map(|v| (v.own - v.peers_max).max(0.0)).sum();
+            let lost: f64 = seg
+                .iter()
+                .map(|v| (v.own - v.peers_max).max(0.0) * v.steps)
+                .sum();
             let start_ns = views[lo.saturating_sub(1)].time_ns;
             let end_ns = seg[seg.len() - 1].time_ns;
             let ongoing = hi == views.len() && secs(horizon_ns - end_ns) < 60.0;
@@ -133,8 +163,56 @@ pub fn detect(
                 rank: Some(r.rank),
                 plot: plot_of(&r.points, 400),
                 restored: false,
+                gpu: None,
             });
         }
+    }
+    out
+}
+
+/// The fewest records far above the peers that make an episode.
+const BURST_MIN_RECORDS: usize = 4;
+/// How many records back at normal an episode may hold in a row.
+const BURST_MAX_GAP: usize = 2;
+/// The least share of an episode's records that are far above the peers.
+const BURST_MIN_DENSITY: f64 = 0.7;
+
+/// Episodes `[lo, hi)` of records where the rank computes far above its peers: its ratio
+/// to their median at least `1 + straggler_min_rel` and half that above its own usual
+/// ratio, and at least 3 of the peers' standard deviations above them. Records back at
+/// normal inside an episode (up to [`BURST_MAX_GAP`] in a row) do not end it. Finds the
+/// straggler of a few minutes in hours of records that segmentation averages away.
+fn bursts(views: &[StepView], ratios: &[f64], cfg: &DetectorConfig) -> Vec<(usize, usize)> {
+    let Some(usual) = median(ratios) else {
+        return Vec::new();
+    };
+    let floor = (1.0 + cfg.straggler_min_rel).max(usual * (1.0 + cfg.straggler_min_rel / 2.0));
+    let high: Vec<bool> = views
+        .iter()
+        .zip(ratios)
+        .map(|(v, &r)| r >= floor && (v.own - v.peers_median) / v.peers_sigma >= 3.0)
+        .collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < high.len() {
+        if !high[i] {
+            i += 1;
+            continue;
+        }
+        let (mut last, mut count) = (i, 1usize);
+        let mut j = i + 1;
+        while j < high.len() && j - last <= BURST_MAX_GAP + 1 {
+            if high[j] {
+                last = j;
+                count += 1;
+            }
+            j += 1;
+        }
+        let span = last + 1 - i;
+        if count >= BURST_MIN_RECORDS && count as f64 >= BURST_MIN_DENSITY * span as f64 {
+            out.push((i, last + 1));
+        }
+        i = last + 1;
     }
     out
 }
@@ -185,6 +263,63 @@ mod tests {
             "{}",
             s.lost_seconds
         );
+    }
+
+    #[test]
+    fn a_short_episode_in_sampled_records_is_found_and_costs_every_elapsed_step() {
+        // Records every 10 steps for 3000 steps; rank 6 computes 1.6x for steps 1800..1940.
+        let key = WorkloadKey::default();
+        let rs: Vec<RankSeries> = (0..10)
+            .map(|rank| RankSeries {
+                rank,
+                points: (0..300)
+                    .map(|i| {
+                        let s = 1 + i * 10;
+                        let jitter = 0.02 * (((s * 7 + rank as i64 * 13) % 11) as f64 - 5.0);
+                        let mut v = 1.0 + jitter;
+                        // Two records of the episode are back at normal.
+                        if rank == 6 && (1800..1940).contains(&s) && s != 1851 && s != 1901 {
+                            v = 1.6;
+                        }
+                        Point {
+                            time_ns: s * S,
+                            step: Some(s),
+                            value: v,
+                        }
+                    })
+                    .collect(),
+            })
+            .collect();
+        let found = detect(&key, &rs, &DetectorConfig::default(), 3000 * S);
+        assert_eq!(found.len(), 1, "{found:?}");
+        let s = &found[0];
+        assert_eq!(s.rank, Some(6));
+        assert!(!s.ongoing);
+        assert!(
+            (1791..=1811).contains(&(s.start_ns / S)) && (1921..=1941).contains(&(s.end_ns / S)),
+            "{}..{}",
+            s.start_ns / S,
+            s.end_ns / S
+        );
+        // 12 slow records of 10 steps each, ~0.5 s beyond the slowest peer per step.
+        assert!(
+            (50.0..=70.0).contains(&s.lost_seconds),
+            "{}",
+            s.lost_seconds
+        );
+    }
+
+    #[test]
+    fn a_rank_always_a_little_slower_is_no_episode() {
+        let key = WorkloadKey::default();
+        let mut rs = ranks(10, 300, None);
+        for p in &mut rs[5].points {
+            p.value *= 1.1;
+        }
+        // An occasional spike on top of it.
+        rs[5].points[100].value *= 1.3;
+        rs[5].points[140].value *= 1.3;
+        assert!(detect(&key, &rs, &DetectorConfig::default(), 600 * S).is_empty());
     }
 
     #[test]

@@ -1,13 +1,21 @@
 -- Every event in the scope of every symptom: inside [onset_from, end] (a window starting
 -- before the onset), with how close it is to the symptom: the workload itself, the same
 -- GPU, the same node, another node of the workload, or elsewhere in the cluster.
+-- `time` is when the thing began: messages that state their own duration are logged when
+-- it ends (an NCCL watchdog's "ran for N milliseconds", a hung task "blocked for more
+-- than N seconds", an image "pulled in 11m15s", a checkpoint saved or restored "in N s"),
+-- so they are dated back by it; `logged_time` is the time the source gave.
 -- `symptoms` and `symptom_scope` are registered by the analyzer before the rules run.
 -- (Aliases are long on purpose: DataFusion 55 trips over a rule's alias that repeats one
 -- of this view's when it pushes map lookups down.)
 CREATE OR REPLACE VIEW symptom_events AS
 SELECT sym.slowdown_id, sym.kind AS symptom_kind, sym.start AS onset, sym."end" AS symptom_end,
   sym.namespace AS s_namespace, sym.workload AS s_workload,
-  evt.time, evt.event_id, evt.layer, evt.source, evt.kind, evt.severity, evt.cluster, evt.node, evt.device,
+  CASE WHEN evt.duration_seconds > 0
+    THEN arrow_cast(to_timestamp_nanos(CAST(evt.time AS BIGINT)
+           - CAST(evt.duration_seconds * 1e9 AS BIGINT)), 'Timestamp(Nanosecond, Some("UTC"))')
+    ELSE evt.time END AS time,
+  evt.time AS logged_time, evt.event_id, evt.layer, evt.source, evt.kind, evt.severity, evt.cluster, evt.node, evt.device,
   evt.namespace, evt.workload, evt.pod, evt.run_id, evt.reason, evt.message, evt.attrs,
   CASE
     WHEN evt.workload IS NOT NULL AND evt.workload = sym.workload
@@ -18,7 +26,15 @@ SELECT sym.slowdown_id, sym.kind AS symptom_kind, sym.start AS onset, sym."end" 
     ELSE 'cluster'
   END AS scope
 FROM symptoms sym
-JOIN events evt ON evt.time >= sym.onset_from AND evt.time <= sym."end"
+JOIN (
+  SELECT *, CASE
+      WHEN kind IN ('checkpoint_saved', 'checkpoint_restored') THEN TRY_CAST(attrs['seconds'] AS DOUBLE)
+      WHEN kind = 'collective_timeout' THEN TRY_CAST(attrs['elapsed_ms'] AS DOUBLE) / 1000.0
+      WHEN kind = 'hung_task' THEN TRY_CAST(attrs['blocked_seconds'] AS DOUBLE)
+      WHEN kind = 'image_pulled' THEN TRY_CAST(attrs['pull_seconds'] AS DOUBLE)
+    END AS duration_seconds
+  FROM events
+) evt ON evt.time >= sym.onset_from AND evt.time <= sym."end"
 LEFT JOIN (
   SELECT slowdown_id, node, min(level) AS level FROM symptom_scope GROUP BY slowdown_id, node
 ) sn ON sn.slowdown_id = sym.slowdown_id AND sn.node = evt.node

@@ -1,11 +1,21 @@
 -- The first and last time of data per workload inside the window (events and metrics),
--- and the last time of any data at all: the horizon of ongoing symptoms.
-SELECT namespace, workload, min(t0) AS first_time, max(t1) AS last_time
+-- the last time of data that says the workload is still there (anything but the
+-- announcements of its end: run_finished, Kueue Finished, Job Completed, deletions),
+-- and the last warning or error about it: a run whose progress stops with neither after
+-- it has finished, not stalled.
+SELECT namespace, workload, min(t0) AS first_time, max(t1) AS last_time,
+  max(alive) AS last_alive_time, max(warned) AS last_warning_time
 FROM (
-  SELECT namespace, workload, min(time) AS t0, max(time) AS t1 FROM events
+  SELECT namespace, workload, min(time) AS t0, max(time) AS t1,
+    max(CASE WHEN kind NOT IN ('run_finished', 'finished', 'completed', 'deleted', 'succeeded')
+             THEN time END) AS alive,
+    max(CASE WHEN severity IN ('warning', 'error', 'critical') THEN time END) AS warned
+  FROM events
   WHERE time >= $from AND time <= $to GROUP BY namespace, workload
   UNION ALL
-  SELECT namespace, workload, min(time) AS t0, max(time) AS t1 FROM metrics
+  SELECT namespace, workload, min(time) AS t0, max(time) AS t1, max(time) AS alive,
+    max(CASE WHEN false THEN time END) AS warned
+  FROM metrics
   WHERE time >= $from AND time <= $to GROUP BY namespace, workload
 ) x
 GROUP BY namespace, workload

@@ -205,6 +205,7 @@ pub fn event_rows(ev: &Event<'_>, owners: &Owners, rows: &mut Vec<Row>) -> Resul
             messages::kueue_queue_and_wait(msg, &mut attrs)
         }
         "pending" | "inadmissible" => messages::kueue_pending(msg, &mut attrs),
+        "image_pulled" => messages::image_pulled(msg, &mut attrs),
         "failed_scheduling" => failed_scheduling_attrs(msg, &mut attrs),
         "evicted" | "preempted" | "stopped" => {
             if msg.contains("to accommodate") {

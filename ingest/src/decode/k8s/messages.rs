@@ -76,6 +76,23 @@ fn word_after<'m>(msg: &'m str, marker: &str) -> Option<&'m str> {
     (!w.is_empty()).then_some(w)
 }
 
+/// The kubelet's `Successfully pulled image "IMG" in 11m15.2s (11m15.2s including
+/// waiting). Image size: N bytes.`: pull_seconds (the pull's own time: the event is
+/// logged when it ends, the pull began that long before).
+pub fn image_pulled(msg: &str, attrs: &mut Attrs) {
+    let Some(rest) = msg.strip_prefix("Successfully pulled image ") else {
+        return;
+    };
+    if let Some(w) = word_after(rest, " in ")
+        && let Some(secs) = crate::time::parse_go_duration_secs(w)
+    {
+        attrs.push(
+            "pull_seconds",
+            fmt_seconds((secs * 1000.0).round() / 1000.0),
+        );
+    }
+}
+
 /// Kueue's `Quota reserved in ClusterQueue CQ, wait time since queued was 6s` and
 /// `Admitted by ClusterQueue CQ, wait time since reservation was 0s`: cluster_queue,
 /// wait_seconds.
@@ -171,6 +188,22 @@ mod tests {
 
     fn get<'x>(a: &'x Attrs, k: &str) -> Option<&'x str> {
         a.get(k)
+    }
+
+    #[test]
+    fn image_pulled_messages() {
+        let mut a = Attrs::default();
+        image_pulled(
+            "Successfully pulled image \"nvcr.io/nvidia/pytorch:24.10-py3\" in 11m15.2s (11m15.2s including waiting). Image size: 9876543210 bytes.",
+            &mut a,
+        );
+        assert_eq!(get(&a, "pull_seconds"), Some("675.2"));
+        let mut a = Attrs::default();
+        image_pulled(
+            "Container image \"busybox\" already present on machine",
+            &mut a,
+        );
+        assert_eq!(get(&a, "pull_seconds"), None);
     }
 
     #[test]

@@ -1,14 +1,17 @@
 -- framework.straggler_rank: one rank is slow and holds back the rest. For a straggler
--- symptom, its rank; for a regression, a rank whose median compute_seconds in the window
--- is over 15% above its peers'. Attribution keeps it as the verdict only where no infra
--- cause on its node or GPU explains it.
+-- symptom, its rank (or, found without per-rank data, the GPU that kept its SM activity
+-- while its peers' dropped); for a regression, a rank whose median compute_seconds in
+-- the window is over 15% above its peers', or else (rank-0-only or no SDK data) the one
+-- GPU of the workload whose SM activity stayed at its level before the onset while the
+-- median peer's dropped by 15% or more. Attribution keeps it as the verdict only where
+-- no infra cause on its node or GPU explains it.
 WITH own AS (
   SELECT s.slowdown_id, s.rank, s.start AS time, s.baseline, s.observed,
     f.node, f.device
   FROM symptoms s
   LEFT JOIN (SELECT slowdown_id, min(node) AS node, min(device) AS device FROM symptom_scope
              WHERE level = 'focus' GROUP BY slowdown_id) f ON f.slowdown_id = s.slowdown_id
-  WHERE s.kind = 'straggler' AND s.rank IS NOT NULL
+  WHERE s.kind = 'straggler'
 ),
 ranks AS (
   SELECT s.slowdown_id, m.rank, median(m.value) AS c, min(m.node) AS node,
@@ -22,14 +25,46 @@ ranks AS (
 ),
 peers AS (
   SELECT slowdown_id, median(c) AS med, count(*) AS n FROM ranks GROUP BY slowdown_id
+),
+activity AS (
+  SELECT s.slowdown_id, m.node, m.device,
+    avg(CASE WHEN m.time >= s.start AND m.time <= s."end" THEN m.value END) AS during,
+    avg(CASE WHEN m.time < s.start - INTERVAL '10 minutes' THEN m.value END) AS before
+  FROM symptoms s
+  JOIN metrics m ON m.metric = 'sm_active'
+    AND m.time >= s.start - INTERVAL '1 hour' AND m.time <= s."end"
+  LEFT JOIN (SELECT DISTINCT namespace, pod, workload FROM pod_placements) p
+    ON m.pod = p.pod AND (m.namespace IS NOT DISTINCT FROM p.namespace)
+  WHERE s.kind IN ('regression', 'throughput_drop')
+    AND coalesce(m.workload, p.workload) = s.workload
+    AND (coalesce(m.namespace, p.namespace) IS NOT DISTINCT FROM s.namespace)
+    AND s.slowdown_id NOT IN (SELECT slowdown_id FROM peers WHERE n >= 2)
+  GROUP BY s.slowdown_id, m.node, m.device
+),
+kept AS (
+  SELECT slowdown_id, node, device, during / before AS own FROM activity
+  WHERE before > 0 AND during IS NOT NULL
+),
+kept_peers AS (
+  SELECT a.slowdown_id, a.node, a.device, a.own, median(b.own) AS med, count(*) AS n
+  FROM kept a JOIN kept b ON b.slowdown_id = a.slowdown_id
+    AND NOT (b.node = a.node AND b.device IS NOT DISTINCT FROM a.device)
+  GROUP BY a.slowdown_id, a.node, a.device, a.own
 )
 SELECT slowdown_id, 'framework.straggler_rank' AS cause, 'workload' AS scope, node, device,
   time, NULL AS evidence,
-  concat('Rank ', CAST(rank AS VARCHAR),
-    CASE WHEN node IS NOT NULL THEN concat(' on ', node) END,
-    CASE WHEN device IS NOT NULL THEN concat(' GPU ', device) END,
-    ' computes ', CAST(round(observed, 2) AS VARCHAR), ' s per step against its peers'' ',
-    CAST(round(baseline, 2) AS VARCHAR), ' s') AS summary
+  CASE WHEN rank IS NOT NULL THEN
+    concat('Rank ', CAST(rank AS VARCHAR),
+      CASE WHEN node IS NOT NULL THEN concat(' on ', node) END,
+      CASE WHEN device IS NOT NULL THEN concat(' GPU ', device) END,
+      ' computes ', CAST(round(observed, 2) AS VARCHAR), ' s per step against its peers'' ',
+      CAST(round(baseline, 2) AS VARCHAR), ' s')
+  ELSE
+    concat('The GPU ', coalesce(device, '?'), ' on ', coalesce(node, '?'),
+      ' kept its SM activity (', CAST(round(100 * observed) AS VARCHAR),
+      '% of its usual) while its peers waited at ', CAST(round(100 * baseline) AS VARCHAR),
+      '% of theirs: the slow rank runs there')
+  END AS summary
 FROM own
 UNION ALL
 SELECT r.slowdown_id, 'framework.straggler_rank' AS cause, 'workload' AS scope, r.node, r.device,
@@ -39,4 +74,12 @@ SELECT r.slowdown_id, 'framework.straggler_rank' AS cause, 'workload' AS scope, 
     ' computes ', CAST(round(r.c, 2) AS VARCHAR), ' s per step against the median ',
     CAST(round(p.med, 2) AS VARCHAR), ' s') AS summary
 FROM ranks r JOIN peers p ON p.slowdown_id = r.slowdown_id
-WHERE p.n >= 2 AND r.c > 1.15 * p.med;
+WHERE p.n >= 2 AND r.c > 1.15 * p.med
+UNION ALL
+SELECT k.slowdown_id, 'framework.straggler_rank' AS cause, 'workload' AS scope, k.node, k.device,
+  s.start AS time, NULL AS evidence,
+  concat('The GPU ', coalesce(k.device, '?'), ' on ', k.node, ' kept its SM activity (',
+    CAST(round(100 * k.own) AS VARCHAR), '% of its level before) while its peers'' fell to ',
+    CAST(round(100 * k.med) AS VARCHAR), '%: the slow rank runs there') AS summary
+FROM kept_peers k JOIN symptoms s ON s.slowdown_id = k.slowdown_id
+WHERE k.own >= 0.9 AND k.med <= 0.85 AND k.own - k.med >= 0.15;

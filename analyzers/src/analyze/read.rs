@@ -1,0 +1,489 @@
+//! The analysis' inputs, read with the symptom queries: workload extents, framework
+//! series, announced pauses, lifecycle marks, utilization and GPU activity, placements,
+//! and the events cited as evidence.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use datafusion::prelude::SessionContext;
+
+use super::{Placement, WorkloadExtent};
+use crate::Result;
+use crate::attribution::EventInfo;
+use crate::columns::Columns;
+use crate::sql::{self, AFTERMATH, EVIDENCE, symptoms as q};
+use crate::symptoms::gpu_straggler::GpuSeries;
+use crate::symptoms::pending::Lifecycle;
+use crate::symptoms::run::{Marks, RunSeries};
+use crate::symptoms::stats::median;
+use crate::symptoms::{Pauses, Point, WorkloadKey, WorkloadName};
+
+pub type Params = [(&'static str, datafusion::scalar::ScalarValue); 2];
+
+pub async fn read_extents(ctx: &SessionContext, params: &Params) -> Result<Vec<WorkloadExtent>> {
+    let mut out = Vec::new();
+    for b in sql::collect(ctx, q::EXTENT, params).await? {
+        let c = Columns::new(&b, q::EXTENT.path);
+        let (ns, w, t0, t1) = (
+            c.strings("namespace")?,
+            c.strings("workload")?,
+            c.times("first_time")?,
+            c.times("last_time")?,
+        );
+        let (alive, warned) = (c.times("last_alive_time")?, c.times("last_warning_time")?);
+        for i in 0..b.num_rows() {
+            if let (Some(first_ns), Some(last_ns)) = (t0[i], t1[i]) {
+                let key = WorkloadKey {
+                    namespace: ns[i].clone(),
+                    workload: w[i].clone(),
+                    run_id: None,
+                };
+                out.push(WorkloadExtent {
+                    key,
+                    run_ids: Vec::new(),
+                    first_ns,
+                    last_ns,
+                    alive_ns: alive[i],
+                    warned_ns: warned[i],
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| a.key.cmp(&b.key));
+    Ok(out)
+}
+
+pub async fn read_framework_series(
+    ctx: &SessionContext,
+    params: &Params,
+) -> Result<BTreeMap<WorkloadKey, RunSeries>> {
+    let mut out: BTreeMap<WorkloadKey, RunSeries> = BTreeMap::new();
+    let file = q::FRAMEWORK_SERIES.path;
+    for b in sql::collect(ctx, q::FRAMEWORK_SERIES, params).await? {
+        let c = Columns::new(&b, file);
+        let (ns, w, run, metric) = (
+            c.strings("namespace")?,
+            c.strings("workload")?,
+            c.strings("run_id")?,
+            c.strings("metric")?,
+        );
+        let (rank, time, step, value) = (
+            c.ints("rank")?,
+            c.times("time")?,
+            c.ints("step")?,
+            c.floats("value")?,
+        );
+        let (node, device) = (c.strings("node")?, c.strings("device")?);
+        for i in 0..b.num_rows() {
+            let (Some(m), Some(t), Some(v)) = (&metric[i], time[i], value[i]) else {
+                continue;
+            };
+            let key = WorkloadKey {
+                namespace: ns[i].clone(),
+                workload: w[i].clone(),
+                run_id: run[i].clone(),
+            };
+            let r = rank[i].map(|r| r as i32);
+            // A trainer's fractional epoch is progress where nothing reports steps.
+            let step_i = match (m.as_str(), step[i]) {
+                ("epoch", None) => Some((v * 1e4).round() as i64),
+                (_, s) => s,
+            };
+            let entry = out.entry(key).or_default();
+            entry
+                .metrics
+                .entry(m.clone())
+                .or_default()
+                .entry(r)
+                .or_default()
+                .push(Point {
+                    time_ns: t,
+                    step: step_i,
+                    value: v,
+                });
+            if node[i].is_some() {
+                entry
+                    .placement
+                    .entry(r)
+                    .or_insert_with(|| (node[i].clone(), device[i].clone()));
+            }
+        }
+    }
+    for run in out.values_mut() {
+        for ranks in run.metrics.values_mut() {
+            for pts in ranks.values_mut() {
+                pts.sort_by(|a, b| {
+                    (a.time_ns, a.step)
+                        .cmp(&(b.time_ns, b.step))
+                        .then(a.value.total_cmp(&b.value))
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub async fn read_pauses(
+    ctx: &SessionContext,
+    params: &Params,
+) -> Result<BTreeMap<WorkloadName, Marks>> {
+    let mut raw: BTreeMap<WorkloadName, Vec<(i64, String, Option<f64>)>> = BTreeMap::new();
+    for b in sql::collect(ctx, q::PAUSES, params).await? {
+        let c = Columns::new(&b, q::PAUSES.path);
+        let (ns, w, kind, time, secs) = (
+            c.strings("namespace")?,
+            c.strings("workload")?,
+            c.strings("kind")?,
+            c.times("time")?,
+            c.floats("seconds")?,
+        );
+        for i in 0..b.num_rows() {
+            let (Some(k), Some(t)) = (&kind[i], time[i]) else {
+                continue;
+            };
+            raw.entry((ns[i].clone(), w[i].clone()))
+                .or_default()
+                .push((t, k.clone(), secs[i]));
+        }
+    }
+    let mut out = BTreeMap::new();
+    for (wk, mut evs) in raw {
+        evs.sort_by(|a, b| {
+            (a.0, &a.1)
+                .cmp(&(b.0, &b.1))
+                .then(a.2.unwrap_or(0.0).total_cmp(&b.2.unwrap_or(0.0)))
+        });
+        let mut intervals = Vec::new();
+        let mut evals = Vec::new();
+        let mut eval_from: Option<i64> = None;
+        let mut m = Marks::default();
+        let saves: Vec<f64> = evs
+            .iter()
+            .filter(|e| e.1 == "checkpoint_saved")
+            .filter_map(|e| e.2)
+            .collect();
+        m.normal_save = median(&saves);
+        for (t, k, s) in &evs {
+            match k.as_str() {
+                "run_started" => m.run_starts.push(*t),
+                "checkpoint_restored" => {
+                    if let Some(s) = s {
+                        m.restores.push((*t, *s));
+                    }
+                }
+                "eval_started" => eval_from = eval_from.or(Some(*t)),
+                "eval_finished" => {
+                    if let Some(f) = eval_from.take() {
+                        intervals.push((f, *t));
+                        evals.push((f, *t));
+                    }
+                }
+                "checkpoint_saved" => {
+                    // One save is often told twice (the trainer's log line, the SDK
+                    // event): one cycle boundary per two minutes at most.
+                    if m.saves.last().is_none_or(|l| t - l > 120_000_000_000) {
+                        m.saves.push(*t);
+                    }
+                    if let Some(s) = s {
+                        m.save_secs.push((*t, *s));
+                        intervals.push((t - (*s * 1e9) as i64, *t));
+                    }
+                }
+                _ => {}
+            }
+        }
+        m.stall_pauses = Pauses::new(intervals);
+        m.evals = Pauses::new(evals);
+        out.insert(wk, m);
+    }
+    Ok(out)
+}
+
+pub async fn read_lifecycle(
+    ctx: &SessionContext,
+    params: &Params,
+) -> Result<BTreeMap<WorkloadName, Vec<Lifecycle>>> {
+    let mut out: BTreeMap<WorkloadName, Vec<Lifecycle>> = BTreeMap::new();
+    for b in sql::collect(ctx, q::LIFECYCLE, params).await? {
+        let c = Columns::new(&b, q::LIFECYCLE.path);
+        let (ns, w, kind, time) = (
+            c.strings("namespace")?,
+            c.strings("workload")?,
+            c.strings("kind")?,
+            c.times("time")?,
+        );
+        for i in 0..b.num_rows() {
+            let (Some(k), Some(t)) = (&kind[i], time[i]) else {
+                continue;
+            };
+            out.entry((ns[i].clone(), w[i].clone()))
+                .or_default()
+                .push(Lifecycle {
+                    time_ns: t,
+                    kind: k.clone(),
+                });
+        }
+    }
+    for v in out.values_mut() {
+        v.sort_by(|a, b| (a.time_ns, &a.kind).cmp(&(b.time_ns, &b.kind)));
+    }
+    Ok(out)
+}
+
+pub async fn read_utilization(
+    ctx: &SessionContext,
+    params: &Params,
+) -> Result<BTreeMap<WorkloadName, BTreeMap<String, Vec<(String, Point)>>>> {
+    let mut out: BTreeMap<WorkloadName, BTreeMap<String, Vec<(String, Point)>>> = BTreeMap::new();
+    for b in sql::collect(ctx, q::UTILIZATION, params).await? {
+        let c = Columns::new(&b, q::UTILIZATION.path);
+        let (ns, w, metric, time, value) = (
+            c.strings("namespace")?,
+            c.strings("workload")?,
+            c.strings("metric")?,
+            c.times("time")?,
+            c.floats("value")?,
+        );
+        let (node, device) = (c.strings("node")?, c.strings("device")?);
+        for i in 0..b.num_rows() {
+            let (Some(m), Some(t), Some(v)) = (&metric[i], time[i], value[i]) else {
+                continue;
+            };
+            out.entry((ns[i].clone(), w[i].clone()))
+                .or_default()
+                .entry(m.clone())
+                .or_default()
+                .push((
+                    format!(
+                        "{}/{}",
+                        node[i].as_deref().unwrap_or("-"),
+                        device[i].as_deref().unwrap_or("-")
+                    ),
+                    Point {
+                        time_ns: t,
+                        step: None,
+                        value: v,
+                    },
+                ));
+        }
+    }
+    Ok(out)
+}
+
+/// Per workload and metric (`sm_active`, `tensor_active`): each GPU's activity per minute.
+pub async fn read_gpu_activity(
+    ctx: &SessionContext,
+    params: &Params,
+) -> Result<BTreeMap<WorkloadName, BTreeMap<String, Vec<GpuSeries>>>> {
+    type PerGpu = BTreeMap<(String, Option<String>), Vec<(i64, f64)>>;
+    let mut raw: BTreeMap<WorkloadName, BTreeMap<String, PerGpu>> = BTreeMap::new();
+    for b in sql::collect(ctx, q::GPU_ACTIVITY, params).await? {
+        let c = Columns::new(&b, q::GPU_ACTIVITY.path);
+        let (ns, w, metric, node, device) = (
+            c.strings("namespace")?,
+            c.strings("workload")?,
+            c.strings("metric")?,
+            c.strings("node")?,
+            c.strings("device")?,
+        );
+        let (bucket, value) = (c.times("bucket")?, c.floats("value")?);
+        for i in 0..b.num_rows() {
+            let (Some(m), Some(n), Some(t), Some(v)) = (&metric[i], &node[i], bucket[i], value[i])
+            else {
+                continue;
+            };
+            raw.entry((ns[i].clone(), w[i].clone()))
+                .or_default()
+                .entry(m.clone())
+                .or_default()
+                .entry((n.clone(), device[i].clone()))
+                .or_default()
+                .push((t, v));
+        }
+    }
+    Ok(raw
+        .into_iter()
+        .map(|(wk, metrics)| {
+            let metrics = metrics
+                .into_iter()
+                .map(|(m, gpus)| {
+                    let series = gpus
+                        .into_iter()
+                        .map(|((node, device), mut points)| {
+                            points.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+                            GpuSeries {
+                                node,
+                                device,
+                                points,
+                            }
+                        })
+                        .collect();
+                    (m, series)
+                })
+                .collect();
+            (wk, metrics)
+        })
+        .collect())
+}
+
+pub async fn read_placements(ctx: &SessionContext, params: &Params) -> Result<Vec<Placement>> {
+    let mut out = Vec::new();
+    for b in sql::collect(ctx, q::PLACEMENTS, params).await? {
+        let c = Columns::new(&b, q::PLACEMENTS.path);
+        let (ns, w, pod, node, device) = (
+            c.strings("namespace")?,
+            c.strings("workload")?,
+            c.strings("pod")?,
+            c.strings("node")?,
+            c.strings("device")?,
+        );
+        let (since, until) = (c.times("since")?, c.times("until")?);
+        for i in 0..b.num_rows() {
+            let (Some(n), Some(s)) = (&node[i], since[i]) else {
+                continue;
+            };
+            out.push(Placement {
+                namespace: ns[i].clone(),
+                workload: w[i].clone(),
+                pod: pod[i].clone(),
+                node: n.clone(),
+                device: device[i].clone(),
+                since: s,
+                until: until[i].unwrap_or(i64::MAX),
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn event_info(c: &Columns<'_>, n: usize) -> Result<Vec<(Option<String>, EventInfo)>> {
+    let ids = c.strings("event_id")?;
+    let time = c.times("time")?;
+    let (layer, kind) = (c.strings("layer")?, c.strings("kind")?);
+    let (ns, w, pod, node, device) = (
+        c.strings("namespace")?,
+        c.strings("workload")?,
+        c.strings("pod")?,
+        c.strings("node")?,
+        c.strings("device")?,
+    );
+    let (reason, message, step, seconds) = (
+        c.strings("reason")?,
+        c.strings("message")?,
+        c.strings("step")?,
+        c.strings("seconds")?,
+    );
+    let sid = if c.has("slowdown_id") {
+        c.strings("slowdown_id")?
+    } else {
+        vec![None; n]
+    };
+    let mut out = Vec::new();
+    for i in 0..n {
+        let (Some(id), Some(t), Some(k)) = (&ids[i], time[i], &kind[i]) else {
+            continue;
+        };
+        let who = match (&w[i], &pod[i], &node[i]) {
+            (Some(w), _, _) => format!("{}/{}", ns[i].as_deref().unwrap_or("-"), w),
+            (None, Some(p), _) => p.clone(),
+            (None, None, Some(n)) => match &device[i] {
+                Some(d) => format!("{n} GPU {d}"),
+                None => n.clone(),
+            },
+            _ => String::from("cluster"),
+        };
+        let what = if k == "checkpoint_restored" {
+            let mut s = String::from("restored from checkpoint");
+            if let Some(st) = &step[i] {
+                s.push_str(&format!(" at step {st}"));
+            }
+            if let Some(sec) = &seconds[i] {
+                s.push_str(&format!(" in {sec} s"));
+            }
+            s
+        } else {
+            let text = message[i]
+                .clone()
+                .or_else(|| reason[i].clone())
+                .unwrap_or_else(|| k.replace('_', " "));
+            let mut text: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            if text.chars().count() > 160 {
+                text = text.chars().take(157).collect::<String>() + "…";
+            }
+            match &reason[i] {
+                Some(r) if message[i].is_some() && !text.contains(r.as_str()) => {
+                    format!("{r}: {text}")
+                }
+                _ => text,
+            }
+        };
+        out.push((
+            sid[i].clone(),
+            EventInfo {
+                event_id: id.clone(),
+                time_ns: t,
+                layer: layer[i].clone().unwrap_or_default(),
+                kind: k.clone(),
+                summary: format!("{who}: {what}"),
+            },
+        ));
+    }
+    Ok(out)
+}
+
+pub async fn read_evidence(
+    ctx: &SessionContext,
+    cited: &BTreeSet<&str>,
+) -> Result<HashMap<String, EventInfo>> {
+    use arrow::array::{RecordBatch, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    use std::sync::Arc;
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "event_id",
+        DataType::Utf8,
+        false,
+    )]));
+    let ids = StringArray::from(cited.iter().copied().collect::<Vec<&str>>());
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(ids)]).map_err(|source| {
+        crate::AnalyzeError::Arrow {
+            what: "cited",
+            source,
+        }
+    })?;
+    let table =
+        datafusion::datasource::MemTable::try_new(schema, vec![vec![batch]]).map_err(|source| {
+            crate::AnalyzeError::Sql {
+                file: "(cited)",
+                source,
+            }
+        })?;
+    let _ = ctx.deregister_table("cited");
+    ctx.register_table("cited", Arc::new(table))
+        .map_err(|source| crate::AnalyzeError::Sql {
+            file: "(cited)",
+            source,
+        })?;
+    let mut out = HashMap::new();
+    for b in sql::collect(ctx, EVIDENCE, &[]).await? {
+        let c = Columns::new(&b, EVIDENCE.path);
+        for (_, e) in event_info(&c, b.num_rows())? {
+            out.insert(e.event_id.clone(), e);
+        }
+    }
+    Ok(out)
+}
+
+pub async fn read_aftermath(ctx: &SessionContext) -> Result<HashMap<String, Vec<EventInfo>>> {
+    let mut out: HashMap<String, Vec<EventInfo>> = HashMap::new();
+    for b in sql::collect(ctx, AFTERMATH, &[]).await? {
+        let c = Columns::new(&b, AFTERMATH.path);
+        for (sid, e) in event_info(&c, b.num_rows())? {
+            if let Some(sid) = sid {
+                out.entry(sid).or_default().push(e);
+            }
+        }
+    }
+    for v in out.values_mut() {
+        v.sort_by(|a, b| (a.time_ns, &a.event_id).cmp(&(b.time_ns, &b.event_id)));
+    }
+    Ok(out)
+}

@@ -1,0 +1,124 @@
+//! Naming each finding for what happened once its cause is known: a stop ended by a
+//! crash's restore is a `restart`; a pace regression and a straggler over the same time
+//! are one slowdown; a GPU that held the others back for a cause of its own is where the
+//! job's throughput dropped.
+
+use std::collections::BTreeSet;
+
+use whyslow_schemas::Cause;
+
+use crate::analyze::Finding;
+use crate::symptoms::SymptomKind;
+
+/// Causes whose mechanism is the workload's own process failing (it is restarted), as
+/// opposed to being stopped from outside or hanging.
+const CRASHES: &[Cause] = &[Cause::GpuFailure, Cause::GpuMemoryError, Cause::OomKilled];
+
+/// Names each finding for what happened once its cause is known: a stop that ended in a
+/// checkpoint restore because the process crashed is a `restart`; a job pace regression
+/// and a straggler over the same time are one slowdown — a `straggler` when the rank
+/// itself is the cause, else a `regression` of the job's pace.
+pub fn settle_kinds(mut findings: Vec<Finding>) -> Vec<Finding> {
+    let verdict = |f: &Finding| f.causes.first().map(|c| c.cause);
+    for f in &mut findings {
+        if f.symptom.kind == SymptomKind::Stall
+            && f.symptom.restored
+            && verdict(f).is_some_and(|c| CRASHES.contains(&c))
+        {
+            f.symptom.kind = SymptomKind::Restart;
+        }
+    }
+    let mut dropped = BTreeSet::new();
+    let merged_into_pace = |i: usize, findings: &[Finding]| {
+        let a = &findings[i].symptom;
+        findings.iter().any(|b| {
+            let b = &b.symptom;
+            matches!(
+                b.kind,
+                SymptomKind::Regression | SymptomKind::ThroughputDrop
+            ) && a.key.namespace == b.key.namespace
+                && a.key.workload == b.key.workload
+                && a.start_ns <= b.end_ns
+                && b.start_ns <= a.end_ns
+        })
+    };
+    // A GPU that held the others back for a cause of its own (a throttle, a neighbour):
+    // the job's throughput dropped, the GPU is where.
+    for i in 0..findings.len() {
+        if findings[i].symptom.kind == SymptomKind::Straggler
+            && findings[i].symptom.gpu.is_some()
+            && verdict(&findings[i]).is_some_and(|c| c != Cause::StragglerRank)
+            && !merged_into_pace(i, &findings)
+        {
+            findings[i].symptom.kind = SymptomKind::ThroughputDrop;
+        }
+    }
+    for i in 0..findings.len() {
+        for j in 0..findings.len() {
+            let (a, b) = (&findings[i].symptom, &findings[j].symptom);
+            if a.kind != SymptomKind::Straggler
+                || !matches!(
+                    b.kind,
+                    SymptomKind::Regression | SymptomKind::ThroughputDrop
+                )
+            {
+                continue;
+            }
+            if a.key.namespace != b.key.namespace || a.key.workload != b.key.workload {
+                continue;
+            }
+            let overlap = (a.end_ns.min(b.end_ns) - a.start_ns.max(b.start_ns)).max(0);
+            let shorter = (a.end_ns - a.start_ns).min(b.end_ns - b.start_ns).max(1);
+            if overlap * 2 < shorter {
+                continue;
+            }
+            if verdict(&findings[i]) == Some(Cause::StragglerRank) {
+                dropped.insert(j);
+            } else {
+                dropped.insert(i);
+            }
+        }
+    }
+    // A stop followed at once by a slower pace, for the same cause (a job scaled down
+    // restarts on fewer GPUs): one regression from the stop on, costing both.
+    for i in 0..findings.len() {
+        for j in 0..findings.len() {
+            if dropped.contains(&i) || dropped.contains(&j) {
+                continue;
+            }
+            let (a, b) = (&findings[i].symptom, &findings[j].symptom);
+            let stop = matches!(a.kind, SymptomKind::Stall | SymptomKind::Restart);
+            let same = a.key.namespace == b.key.namespace && a.key.workload == b.key.workload;
+            let follows = b.start_ns >= a.start_ns && b.start_ns <= a.end_ns + 600_000_000_000;
+            if !(stop
+                && b.kind == SymptomKind::Regression
+                && same
+                && follows
+                && verdict(&findings[i]).is_some())
+            {
+                continue;
+            }
+            if verdict(&findings[i]) != verdict(&findings[j]) {
+                continue;
+            }
+            let (start, lost, marks) = (a.start_ns, a.lost_seconds, findings[i].marks.clone());
+            let r = &mut findings[j];
+            r.symptom.start_ns = start;
+            r.symptom.lost_seconds += lost;
+            if let Some(v) = r.causes.first_mut() {
+                v.explained_seconds = r.symptom.lost_seconds;
+            }
+            r.marks.extend(marks);
+            r.marks
+                .sort_by(|x, y| (x.time_ns, &x.event_id).cmp(&(y.time_ns, &y.event_id)));
+            r.marks.dedup_by(|x, y| x.event_id == y.event_id);
+            dropped.insert(i);
+        }
+    }
+    findings
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !dropped.contains(i))
+        .map(|(_, f)| f)
+        .collect()
+}

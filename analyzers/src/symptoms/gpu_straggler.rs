@@ -1,0 +1,222 @@
+//! A straggler found without per-rank data: in synchronous training the ranks that wait
+//! for a slow one sit in collectives, whose NCCL kernels spin (so `gpu_util` stays high
+//! everywhere) but do no SM or tensor work. The straggler is the one GPU whose SM (or
+//! tensor pipe) activity stays at its usual level while its peers' drops. Lost time is the
+//! share of wall time the peers spent waiting: over each minute of the episode, one minus
+//! the peers' activity relative to their usual level.
+
+use std::collections::BTreeMap;
+
+use super::stats::median;
+use super::{DetectorConfig, Symptom, SymptomKind, WorkloadKey, secs};
+
+/// One GPU of a workload: its activity per time bucket.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuSeries {
+    pub node: String,
+    pub device: Option<String>,
+    /// `(bucket start, mean activity)`, sorted by time.
+    pub points: Vec<(i64, f64)>,
+}
+
+/// The GPU's own level counts as kept when it is at least this share of its usual.
+const KEPT: f64 = 0.9;
+/// The fewest buckets an episode spans.
+const MIN_BUCKETS: usize = 3;
+/// The quantile of a GPU's own values taken as its usual level (an episode may cover a
+/// good part of the window, so not the median).
+const USUAL_QUANTILE: f64 = 0.8;
+
+/// In one bucket: the GPU that kept its level, its level and its median peer's (both
+/// relative to their usual).
+type Mark = (usize, f64, f64);
+
+fn quantile(xs: &[f64], q: f64) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let i = ((v.len() - 1) as f64 * q).round() as usize;
+    Some(v[i.min(v.len() - 1)])
+}
+
+/// The straggler episodes of one workload's GPUs, bucketed `bucket_ns` apart.
+pub fn detect(
+    key: &WorkloadKey,
+    gpus: &[GpuSeries],
+    bucket_ns: i64,
+    metric: &str,
+    cfg: &DetectorConfig,
+    horizon_ns: i64,
+) -> Vec<Symptom> {
+    if gpus.len() < 2 || bucket_ns <= 0 {
+        return Vec::new();
+    }
+    let usual: Vec<f64> = gpus
+        .iter()
+        .map(|g| {
+            let vals: Vec<f64> = g.points.iter().map(|p| p.1).collect();
+            quantile(&vals, USUAL_QUANTILE).unwrap_or(0.0)
+        })
+        .collect();
+    // bucket -> per GPU relative level
+    let mut rel: BTreeMap<i64, Vec<Option<f64>>> = BTreeMap::new();
+    for (i, g) in gpus.iter().enumerate() {
+        if usual[i] <= 1e-6 {
+            continue;
+        }
+        for &(t, v) in &g.points {
+            rel.entry(t).or_insert_with(|| vec![None; gpus.len()])[i] = Some(v / usual[i]);
+        }
+    }
+    // Per bucket: the GPU that keeps its level while the median peer drops, if one.
+    let floor = 1.0 - cfg.drop_min_rel;
+    let marks: Vec<(i64, Option<Mark>)> = rel
+        .iter()
+        .map(|(&t, levels)| {
+            let best = (0..gpus.len())
+                .filter_map(|i| {
+                    let own = levels[i]?;
+                    let peers: Vec<f64> = levels
+                        .iter()
+                        .enumerate()
+                        .filter(|(j, _)| *j != i)
+                        .filter_map(|(_, v)| *v)
+                        .collect();
+                    let p = median(&peers)?;
+                    (own >= KEPT && p <= floor && own - p >= cfg.drop_min_rel)
+                        .then_some((i, own, p))
+                })
+                .max_by(|a, b| (a.1 - a.2).total_cmp(&(b.1 - b.2)).then(b.0.cmp(&a.0)));
+            (t, best)
+        })
+        .collect();
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < marks.len() {
+        let Some((gpu, _, _)) = marks[k].1 else {
+            k += 1;
+            continue;
+        };
+        // Consecutive buckets (one missing or unmarked bucket tolerated) naming this GPU.
+        let mut last = k;
+        let mut j = k + 1;
+        while j < marks.len() && marks[j].0 - marks[last].0 <= 2 * bucket_ns {
+            match marks[j].1 {
+                Some((g, _, _)) if g == gpu => last = j,
+                Some(_) => break,
+                None => {}
+            }
+            j += 1;
+        }
+        let episode: Vec<(i64, f64, f64)> = marks[k..=last]
+            .iter()
+            .filter_map(|(t, m)| m.filter(|m| m.0 == gpu).map(|m| (*t, m.1, m.2)))
+            .collect();
+        let start_ns = marks[k].0;
+        let end_ns = marks[last].0 + bucket_ns;
+        if episode.len() >= MIN_BUCKETS && secs(end_ns - start_ns) >= cfg.drop_min_seconds {
+            let lost: f64 = episode
+                .iter()
+                .map(|&(_, _, peers)| secs(bucket_ns) * (1.0 - peers).clamp(0.0, 1.0))
+                .sum::<f64>()
+                // A bucket tolerated inside the episode costs like its neighbours.
+                * (last + 1 - k) as f64
+                / episode.len() as f64;
+            let own: Vec<f64> = episode.iter().map(|e| e.1 * usual[gpu]).collect();
+            let peers: Vec<f64> = episode.iter().map(|e| e.2).collect();
+            let ongoing = last + 1 == marks.len() && secs(horizon_ns - end_ns) < 60.0;
+            let g = &gpus[gpu];
+            out.push(Symptom {
+                key: key.clone(),
+                kind: SymptomKind::Straggler,
+                start_ns,
+                end_ns: if ongoing {
+                    horizon_ns.max(end_ns)
+                } else {
+                    end_ns
+                },
+                ongoing,
+                lost_seconds: lost,
+                // The peers' activity relative to their usual level, and the GPU's own.
+                baseline: median(&peers),
+                observed: median(&own).map(|o| o / usual[gpu].max(1e-9)),
+                metric: Some(metric.to_string()),
+                rank: None,
+                plot: g.points.clone(),
+                restored: false,
+                gpu: Some((g.node.clone(), g.device.clone())),
+            });
+        }
+        k = last + 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i64 = 1_000_000_000;
+    const MIN: i64 = 60 * S;
+
+    /// Eight GPUs at ~0.8 SM activity for 120 minutes; from minute 60 to 75 GPU 3 is slow
+    /// and the others drop to `peers` while it keeps its level.
+    fn fleet(peers: f64) -> Vec<GpuSeries> {
+        (0..8)
+            .map(|d| GpuSeries {
+                node: format!("n{}", d / 4),
+                device: Some((d % 4).to_string()),
+                points: (0..120)
+                    .map(|m| {
+                        let jitter = 0.01 * (((m * 7 + d * 13) % 5) as f64 - 2.0);
+                        let v = if (60..75).contains(&m) && d != 3 {
+                            peers
+                        } else {
+                            0.8
+                        };
+                        (m * MIN, v + jitter)
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_gpu_that_keeps_working_while_its_peers_wait_is_the_straggler() {
+        let found = detect(
+            &WorkloadKey::default(),
+            &fleet(0.5),
+            MIN,
+            "sm_active",
+            &DetectorConfig::default(),
+            120 * MIN,
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        let s = &found[0];
+        assert_eq!(s.gpu, Some(("n0".to_string(), Some("3".to_string()))));
+        assert_eq!((s.start_ns, s.end_ns), (60 * MIN, 75 * MIN));
+        // 15 minutes at ~0.62 of the usual level: ~38% of 900 s lost.
+        assert!(
+            (300.0..=380.0).contains(&s.lost_seconds),
+            "{}",
+            s.lost_seconds
+        );
+    }
+
+    #[test]
+    fn steady_gpus_and_a_job_wide_dip_are_no_straggler() {
+        let cfg = DetectorConfig::default();
+        let key = WorkloadKey::default();
+        assert!(detect(&key, &fleet(0.8), MIN, "sm_active", &cfg, 120 * MIN).is_empty());
+        // Every GPU drops together (an input stall): nobody kept working.
+        let mut all = fleet(0.5);
+        for p in &mut all[3].points {
+            if (60 * MIN..75 * MIN).contains(&p.0) {
+                p.1 = 0.5;
+            }
+        }
+        assert!(detect(&key, &all, MIN, "sm_active", &cfg, 120 * MIN).is_empty());
+    }
+}

@@ -1,0 +1,161 @@
+//! Regressions of a workload's wall-clock pace (seconds per step) across its runs, in
+//! buckets long enough to hold its regular saves, with lost time accounted on the steps
+//! themselves; without SDK pace (progress from a trainer's logs) a throughput drop.
+
+use std::collections::BTreeMap;
+
+use super::regression::{self, PaceInput, Worse};
+use super::stats::median;
+use super::{DetectorConfig, Point, Symptom, SymptomKind, WorkloadKey, WorkloadName};
+
+/// Regressions of one workload's wall-clock pace (seconds per step), bucketed.
+pub fn detect_regressions(
+    wk: &WorkloadName,
+    pairs: &[PacePair],
+    saves: &[(i64, f64)],
+    horizon: i64,
+    cfg: &DetectorConfig,
+) -> Vec<Symptom> {
+    let per_step: Vec<f64> = pairs.iter().map(|p| p.seconds / p.steps as f64).collect();
+    let Some(step) = median(&per_step) else {
+        return Vec::new();
+    };
+    let seconds = spread_saves(pairs, saves);
+    let bucket = ((cfg.pace_bucket_seconds.max(20.0 * step)) * 1e9) as i64;
+    // bucket -> (seconds, steps)
+    let mut buckets: BTreeMap<i64, (f64, i64)> = BTreeMap::new();
+    for (p, sec) in pairs.iter().zip(&seconds) {
+        let b = buckets
+            .entry(p.time_ns.div_euclid(bucket))
+            .or_insert((0.0, 0));
+        b.0 += sec;
+        b.1 += p.steps;
+    }
+    let series: Vec<Point> = buckets
+        .iter()
+        .filter(|(_, v)| v.1 >= 3)
+        .map(|(b, v)| Point {
+            time_ns: (b + 1) * bucket,
+            step: None,
+            value: v.0 / v.1 as f64,
+        })
+        .collect();
+    if std::env::var_os("WHYSLOW_DEBUG_PACE").is_some() {
+        eprintln!(
+            "pace {wk:?}: {:?}",
+            series
+                .iter()
+                .map(|p| (
+                    p.time_ns / 1_000_000_000,
+                    (p.value * 1000.0).round() / 1000.0
+                ))
+                .collect::<Vec<_>>()
+        );
+    }
+    let bucket_cfg = DetectorConfig {
+        min_segment: 2,
+        alpha: 1e-2,
+        ..cfg.clone()
+    };
+    let mut out = Vec::new();
+    let key = WorkloadKey {
+        namespace: wk.0.clone(),
+        workload: wk.1.clone(),
+        run_id: None,
+    };
+    for mut s in regression::detect(
+        &PaceInput {
+            key: &key,
+            points: &series,
+            metric: "seconds_per_step",
+            worse: Worse::Higher,
+            kind: SymptomKind::Regression,
+            min_rel: cfg.regression_min_rel,
+            min_seconds: 2.0 * bucket as f64 / 1e9,
+            horizon_ns: horizon,
+        },
+        &bucket_cfg,
+    ) {
+        s.key.run_id = pairs
+            .iter()
+            .find(|p| p.time_ns > s.start_ns)
+            .and_then(|p| p.run_id.clone());
+        // Account on the steps themselves, not the buckets: the extra wall time of the
+        // window's steps against the pooled pace of the steps before it.
+        let prev_end = out.last().map_or(i64::MIN, |p: &Symptom| p.end_ns);
+        let pooled = |f: &dyn Fn(&PacePair) -> bool| -> (f64, i64) {
+            pairs
+                .iter()
+                .filter(|p| f(p))
+                .fold((0.0, 0), |a, p| (a.0 + p.seconds, a.1 + p.steps))
+        };
+        // The window is known to a bucket: its neighbours' steps count too (normal ones
+        // add nothing against the pooled pace, partly slow ones add their share).
+        let (lo, hi) = (s.start_ns - bucket, s.end_ns + bucket);
+        let (ref_s, ref_n) = pooled(&|p| p.time_ns <= lo && p.time_ns > prev_end);
+        let (win_s, win_n) = pooled(&|p| p.time_ns > lo && p.time_ns <= hi);
+        // Without SDK pace (progress read from a trainer's logs) the job's throughput
+        // dropped: the contract's `throughput_drop`.
+        if !pairs
+            .iter()
+            .any(|p| p.sdk && p.time_ns > s.start_ns && p.time_ns <= s.end_ns)
+        {
+            s.kind = SymptomKind::ThroughputDrop;
+        }
+        if ref_n > 0 && win_n > 0 {
+            let base = ref_s / ref_n as f64;
+            s.baseline = Some(base);
+            s.observed = Some(win_s / win_n as f64);
+            s.lost_seconds = (win_s - base * win_n as f64).max(0.0);
+        }
+        out.push(s);
+    }
+    out
+}
+
+/// The pairs' wall seconds with each save's time taken out of the interval it fell in and
+/// spread over the steps of its cycle (since the previous save) instead: regular saves
+/// then cost every step the same, while slower or more frequent saves still show.
+pub fn spread_saves(pairs: &[PacePair], saves: &[(i64, f64)]) -> Vec<f64> {
+    let mut out: Vec<f64> = pairs.iter().map(|p| p.seconds).collect();
+    let mut prev_end = i64::MIN;
+    for &(end, secs_) in saves {
+        let start = end - (secs_ * 1e9) as i64;
+        // Pairs are sorted by end time; those overlapping [start, end] lose the overlap.
+        let first = pairs.partition_point(|p| p.time_ns <= start);
+        for (i, p) in pairs.iter().enumerate().skip(first) {
+            if p.start_ns >= end {
+                break;
+            }
+            let overlap = (p.time_ns.min(end) - p.start_ns.max(start)).max(0);
+            out[i] -= overlap as f64 / 1e9;
+        }
+        // Its cycle's steps share its time.
+        let lo = pairs.partition_point(|p| p.time_ns <= prev_end);
+        let hi = pairs.partition_point(|p| p.time_ns <= end);
+        let steps: i64 = pairs[lo..hi].iter().map(|p| p.steps).sum();
+        if steps > 0 {
+            for i in lo..hi {
+                out[i] += secs_ * pairs[i].steps as f64 / steps as f64;
+            }
+        }
+        prev_end = end;
+    }
+    for v in &mut out {
+        *v = v.max(0.0);
+    }
+    out
+}
+
+/// Wall time spent on some steps of a run, ending at `time_ns`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PacePair {
+    /// The interval's start (the previous progress sample).
+    pub start_ns: i64,
+    pub time_ns: i64,
+    pub seconds: f64,
+    pub steps: i64,
+    pub run_id: Option<String>,
+    /// Whether the pace came from SDK step metrics (else from a trainer's logged progress).
+    pub sdk: bool,
+}

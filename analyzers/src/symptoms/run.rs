@@ -1,0 +1,163 @@
+//! One run's own symptoms: stalls and restarts of its progress, its stragglers, and the
+//! wall-clock pace between its progress samples (the input of the regression search);
+//! with the per-run series and the framework's announcements they are read from.
+
+use std::collections::BTreeMap;
+
+use super::pace::PacePair;
+use super::regression;
+use super::stats::median;
+use super::straggler::{self, RankSeries};
+use super::{DetectorConfig, Pauses, Point, Symptom, WorkloadKey, progress, secs};
+
+/// Per-run framework series: metric -> rank -> points, and rank -> (node, device).
+#[derive(Debug, Default, Clone)]
+pub struct RunSeries {
+    pub metrics: BTreeMap<String, BTreeMap<Option<i32>, Vec<Point>>>,
+    pub placement: BTreeMap<Option<i32>, (Option<String>, Option<String>)>,
+}
+
+/// What the framework announced about a workload: pauses, run starts and restores.
+#[derive(Debug, Clone, Default)]
+pub struct Marks {
+    /// Evals and every announced save: not stalls.
+    pub stall_pauses: Pauses,
+    /// Evals alone: not part of the pace.
+    pub evals: Pauses,
+    pub run_starts: Vec<i64>,
+    /// (time, seconds) of restores that say how long they took.
+    pub restores: Vec<(i64, f64)>,
+    /// The median seconds of a save.
+    pub normal_save: Option<f64>,
+    /// When each save ended, in order.
+    pub saves: Vec<i64>,
+    /// (end, seconds) of the saves that say how long they took, in order.
+    pub save_secs: Vec<(i64, f64)>,
+}
+
+/// What says whether a run that stopped reporting has ended.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunEnd {
+    /// When the run announced it finished.
+    pub finished_ns: Option<i64>,
+    /// The workload's last record other than announcements of its end.
+    pub last_alive_ns: Option<i64>,
+    /// The last warning or error about it.
+    pub last_warning_ns: Option<i64>,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn detect_run(
+    key: &WorkloadKey,
+    run: &RunSeries,
+    pauses: &Pauses,
+    evals: &Pauses,
+    pace_out: &mut Vec<PacePair>,
+    horizon: i64,
+    end: &RunEnd,
+    cfg: &DetectorConfig,
+) -> Vec<Symptom> {
+    let mut out = Vec::new();
+    let pace_metric = ["step_time_seconds", "tokens_per_second"]
+        .into_iter()
+        .find(|m| run.metrics.contains_key(*m));
+    // The pace rank: the lowest rank that reports (rank 0, or the only one).
+    let pace: Option<(&str, &Vec<Point>)> = pace_metric.and_then(|m| {
+        run.metrics
+            .get(m)
+            .and_then(|ranks| ranks.values().find(|v| !v.is_empty()).map(|v| (m, v)))
+    });
+    let progress_pts: Vec<Point> = match pace {
+        Some((_, pts)) if pts.iter().any(|p| p.step.is_some()) => {
+            pts.iter().filter(|p| p.step.is_some()).copied().collect()
+        }
+        _ => run
+            .metrics
+            .values()
+            .filter_map(|r| r.values().next())
+            .find(|v| v.iter().any(|p| p.step.is_some()))
+            .map(|v| v.iter().filter(|p| p.step.is_some()).copied().collect())
+            .unwrap_or_default(),
+    };
+    let baseline_step = match pace {
+        Some(("step_time_seconds", pts)) => {
+            let clean: Vec<Point> = pts
+                .iter()
+                .filter(|p| !pauses.contains(p.time_ns))
+                .copied()
+                .collect();
+            regression::reference(&clean, cfg, cfg.regression_min_rel)
+        }
+        _ => None,
+    }
+    .or_else(|| {
+        let per_step: Vec<f64> = progress_pts
+            .windows(2)
+            .filter_map(|w| {
+                let ds = w[1].step? - w[0].step?;
+                (ds > 0).then(|| (w[1].time_ns - w[0].time_ns) as f64 / 1e9 / ds as f64)
+            })
+            .collect();
+        median(&per_step)
+    });
+    let Some(baseline_step) = baseline_step else {
+        return out;
+    };
+    if progress_pts.len() >= 2 {
+        let metric = pace.map_or("step", |p| p.0);
+        out.extend(progress::detect(
+            &progress::ProgressInput {
+                key,
+                points: &progress_pts,
+                baseline_step_seconds: baseline_step,
+                pauses,
+                horizon_ns: horizon,
+                finished_ns: end.finished_ns,
+                last_alive_ns: end.last_alive_ns,
+                last_warning_ns: end.last_warning_ns,
+                metric,
+                own_step_time: metric == "step_time_seconds",
+            },
+            cfg,
+        ));
+    }
+    // The wall-clock pace between progress samples, away from incidents (and their
+    // warm-up) and announced evals; saves stay in: they are part of the pace.
+    let warmup = (baseline_step * 20.0 * 1e9) as i64;
+    for w in progress_pts.windows(2) {
+        let (Some(s0), Some(s1)) = (w[0].step, w[1].step) else {
+            continue;
+        };
+        let (t0, t1) = (w[0].time_ns, w[1].time_ns);
+        if s1 <= s0
+            || out
+                .iter()
+                .any(|s| t1 >= s.start_ns && t0 <= s.end_ns + warmup)
+        {
+            continue;
+        }
+        let dt = secs(t1 - t0) - evals.overlap_seconds(t0, t1);
+        pace_out.push(PacePair {
+            start_ns: t0,
+            time_ns: t1,
+            seconds: dt.max(0.0),
+            steps: s1 - s0,
+            run_id: key.run_id.clone(),
+            sdk: pace.is_some(),
+        });
+    }
+    if let Some(ranks) = run.metrics.get("compute_seconds") {
+        let rs: Vec<RankSeries> = ranks
+            .iter()
+            .filter_map(|(r, pts)| {
+                r.map(|rank| RankSeries {
+                    rank,
+                    points: pts.clone(),
+                })
+            })
+            .collect();
+        let stragglers = straggler::detect(key, &rs, cfg, horizon);
+        out.extend(stragglers);
+    }
+    out
+}
