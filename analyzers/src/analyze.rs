@@ -22,6 +22,7 @@ use crate::symptoms::pace::{PacePair, detect_regressions};
 use crate::symptoms::pending;
 use crate::symptoms::restore::startup_stall;
 use crate::symptoms::run::{RunEnd, detect_run};
+use crate::symptoms::save_cadence;
 use crate::symptoms::{
     DetectorConfig, Symptom, SymptomKind, WorkloadKey, WorkloadName, throughput,
 };
@@ -147,6 +148,8 @@ pub async fn analyze(
     clock.lap("placements");
     let activity = read_gpu_activity(ctx, &params).await?;
     clock.lap("gpu activity");
+    let saves = read_saves(ctx, &params).await?;
+    clock.lap("saves");
 
     let mut found: Vec<Symptom> = Vec::new();
     let mut paces: BTreeMap<WorkloadName, Vec<PacePair>> = BTreeMap::new();
@@ -203,6 +206,28 @@ pub async fn analyze(
             .map(|m| m.save_secs.clone())
             .unwrap_or_default();
         found.extend(detect_regressions(wk, pairs, &saves, horizon, cfg));
+    }
+    // Saves more often than configured, where no pace change already shows them.
+    for (wk, list) in &saves {
+        let key = WorkloadKey {
+            namespace: wk.0.clone(),
+            workload: wk.1.clone(),
+            run_id: None,
+        };
+        for s in save_cadence::detect(&key, list, cfg) {
+            let shown = found.iter().any(|o| {
+                matches!(
+                    o.kind,
+                    SymptomKind::Regression | SymptomKind::ThroughputDrop
+                ) && o.key.namespace == s.key.namespace
+                    && o.key.workload == s.key.workload
+                    && 2 * (o.end_ns.min(s.end_ns) - o.start_ns.max(s.start_ns))
+                        >= (o.end_ns - o.start_ns).min(s.end_ns - s.start_ns)
+            });
+            if !shown {
+                found.push(s);
+            }
+        }
     }
     for (wk, samples) in &util {
         if with_sdk.contains(wk) {

@@ -39,6 +39,7 @@ pub mod symptoms {
     pub const EXTENT: SqlFile = sql!("symptoms/extent.sql");
     pub const PLACEMENTS: SqlFile = sql!("symptoms/placements.sql");
     pub const GPU_ACTIVITY: SqlFile = sql!("symptoms/gpu_activity.sql");
+    pub const SAVE_CADENCE: SqlFile = sql!("symptoms/save_cadence.sql");
 }
 
 /// The view every cause rule reads: events in each symptom's scope.

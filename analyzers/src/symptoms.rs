@@ -9,6 +9,7 @@ pub mod progress;
 pub mod regression;
 pub mod restore;
 pub mod run;
+pub mod save_cadence;
 pub mod stats;
 pub mod straggler;
 pub mod throughput;

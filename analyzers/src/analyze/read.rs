@@ -14,6 +14,7 @@ use crate::sql::{self, AFTERMATH, EVIDENCE, symptoms as q};
 use crate::symptoms::gpu_straggler::GpuSeries;
 use crate::symptoms::pending::Lifecycle;
 use crate::symptoms::run::{Marks, RunSeries};
+use crate::symptoms::save_cadence::Save;
 use crate::symptoms::stats::median;
 use crate::symptoms::{Pauses, Point, WorkloadKey, WorkloadName};
 
@@ -484,6 +485,41 @@ pub async fn read_aftermath(ctx: &SessionContext) -> Result<HashMap<String, Vec<
     }
     for v in out.values_mut() {
         v.sort_by(|a, b| (a.time_ns, &a.event_id).cmp(&(b.time_ns, &b.event_id)));
+    }
+    Ok(out)
+}
+
+/// Each workload's checkpoint saves (told once) with the save interval its run configured.
+pub async fn read_saves(
+    ctx: &SessionContext,
+    params: &Params,
+) -> Result<BTreeMap<WorkloadName, Vec<Save>>> {
+    let mut out: BTreeMap<WorkloadName, Vec<Save>> = BTreeMap::new();
+    for b in sql::collect(ctx, q::SAVE_CADENCE, params).await? {
+        let c = Columns::new(&b, q::SAVE_CADENCE.path);
+        let (ns, w) = (c.strings("namespace")?, c.strings("workload")?);
+        let (began, step, seconds, every) = (
+            c.ints("began_ns")?,
+            c.ints("step")?,
+            c.floats("seconds")?,
+            c.ints("save_steps")?,
+        );
+        for i in 0..b.num_rows() {
+            let Some(began_ns) = began[i] else {
+                continue;
+            };
+            out.entry((ns[i].clone(), w[i].clone()))
+                .or_default()
+                .push(Save {
+                    began_ns,
+                    step: step[i],
+                    seconds: seconds[i],
+                    save_steps: every[i],
+                });
+        }
+    }
+    for v in out.values_mut() {
+        v.sort_by_key(|s| (s.began_ns, s.step));
     }
     Ok(out)
 }

@@ -1,6 +1,7 @@
 -- framework.checkpoint_save: checkpointing costs too much — saves at normal speed (no
 -- storage signal) but more frequent inside the symptom than the workload's cadence before
--- it (a cadence needs two saves before the onset), so step gaps align with saves.
+-- it (a cadence needs two saves before the onset), so step gaps align with saves; or
+-- saves more frequent than the run's configured `save_steps` (the cadence symptom).
 -- One save counts once however many ranks and sources report it: reports that began
 -- within 10 seconds of each other (a trainer's "Saving model checkpoint to …" line at its
 -- start, the SDK's checkpoint_saved with its seconds at its end) are one save.
@@ -66,4 +67,15 @@ SELECT slowdown_id, 'framework.checkpoint_save' AS cause, 'workload' AS scope,
 FROM cadence
 WHERE n >= 2
   AND every_before IS NOT NULL AND every_inside < 0.67 * every_before
-  AND (normal_seconds IS NULL OR longest <= 3 * normal_seconds);
+  AND (normal_seconds IS NULL OR longest <= 3 * normal_seconds)
+UNION ALL
+SELECT s.slowdown_id, 'framework.checkpoint_save' AS cause, 'workload' AS scope,
+  CAST(NULL AS VARCHAR) AS node, CAST(NULL AS VARCHAR) AS device, s.start AS time,
+  array_agg(e.event_id ORDER BY e.time, e.event_id) AS evidence,
+  concat('The run saved a checkpoint every ', CAST(round(min(s.observed)) AS VARCHAR),
+    ' steps against its configured save_steps ', CAST(round(min(s.baseline)) AS VARCHAR)) AS summary
+FROM symptoms s
+JOIN symptom_events e ON e.slowdown_id = s.slowdown_id AND e.scope = 'workload'
+  AND e.kind = 'checkpoint_saved' AND e.time >= s.start
+WHERE s.metric = 'steps_per_checkpoint'
+GROUP BY s.slowdown_id, s.start;
