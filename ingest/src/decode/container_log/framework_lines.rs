@@ -235,13 +235,11 @@ fn checkpoint_rules(l: &str, out: &mut Vec<Finding>) -> bool {
         return true;
     }
     // accelerate's FSDP saver: `Saving model to <file or dir>` as a save starts, `Model
-    // saved to …` as it ends; `save_state` and `save_pretrained`: `Model weights saved in
-    // <file>`. One save told twice is one save to the analyzers (they merge saves a
-    // moment apart).
-    if let Some(path) = hf("Saving model to ")
-        .or_else(|| hf("Model saved to "))
-        .or_else(|| hf("Model weights saved in "))
-    {
+    // saved to …` as it ends (one save told twice is one save to the analyzers: they
+    // merge saves a moment apart). Not `Model weights saved in <file>`: `save_state` and
+    // the Trainer print it after `Saving current state to` / `Saving model checkpoint
+    // to`, read above, so it would only tell the same save again.
+    if let Some(path) = hf("Saving model to ").or_else(|| hf("Model saved to ")) {
         let mut f = checkpoint("checkpoint_saved", source::HUGGINGFACE, Some(path), None);
         if let (Finding::Event(e), Some(s)) = (&mut f, seconds_taken(l)) {
             e.attrs.push(("seconds", s.to_string()));
@@ -859,11 +857,6 @@ mod tests {
                 "out/step_300/pytorch_model_fsdp_0",
                 Some(300),
             ),
-            (
-                "Model weights saved in out/checkpoints/checkpoint_3/pytorch_model.bin",
-                "out/checkpoints/checkpoint_3/pytorch_model.bin",
-                Some(3),
-            ),
             ("Model saved to /ckpt/final", "/ckpt/final", None),
         ] {
             let e = event(line);
@@ -874,6 +867,10 @@ mod tests {
             );
             assert_eq!(attr(&e, "seconds"), None);
         }
+        // The weights line that follows a save already read adds nothing.
+        assert!(
+            one("Model weights saved in out/checkpoints/checkpoint_3/pytorch_model.bin").is_empty()
+        );
         let e = event("Checkpoint restored from /ckpt/checkpoint-1200 in 12.5s");
         assert_eq!(
             (e.kind, e.step, attr(&e, "path"), attr(&e, "seconds")),
