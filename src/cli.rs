@@ -111,6 +111,10 @@ pub struct SqlArgs {
     /// Output format: table, csv or json.
     #[arg(long, default_value = "table")]
     pub format: String,
+    /// The most memory a query may hold for sorts, aggregations and joins (e.g. 4GiB,
+    /// 512MiB); past it a query spills to disk or fails with a clear message.
+    #[arg(long = "memory-limit", default_value = "4GiB")]
+    pub memory_limit: String,
 }
 
 #[derive(Debug, Args)]
@@ -217,20 +221,23 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Command::Ingest(args) => ingest(store, args),
         Command::Stream(args) => stream(store, args),
         Command::Sql(a) => {
+            let usage = |e: whyslow_queries::QueryError| -> anyhow::Error {
+                if e.is_usage() {
+                    UsageError(e.to_string()).into()
+                } else {
+                    anyhow::Error::new(e)
+                }
+            };
+            let memory_limit = whyslow_queries::parse_size(&a.memory_limit).map_err(usage)?;
             let cmd = whyslow_queries::SqlCommand {
                 store,
                 query: a.query,
                 file: a.file,
                 params: a.params,
                 format: a.format,
+                memory_limit: Some(memory_limit),
             };
-            whyslow_queries::run_sql(&cmd, &mut std::io::stdout().lock()).map_err(|e| {
-                if e.is_usage() {
-                    UsageError(e.to_string()).into()
-                } else {
-                    anyhow::Error::new(e)
-                }
-            })
+            whyslow_queries::run_sql(&cmd, &mut std::io::stdout().lock()).map_err(usage)
         }
         Command::Report(args) => report(store, args),
         Command::Demo => {

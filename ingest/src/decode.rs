@@ -6,9 +6,11 @@
 //! `records = produced + skipped + rejected` always holds.
 
 use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::str::FromStr;
 
-use whyslow_schemas::{DeadLetterBuilder, EventsBuilder, MetricsBuilder};
+use arrow::array::RecordBatch;
+use whyslow_schemas::{DeadLetterBuilder, EventsBuilder, MetricsBuilder, Table};
 
 pub mod auto;
 pub mod container_log;
@@ -20,6 +22,11 @@ pub mod slurm;
 
 /// The longest record (line or document) a decoder accepts; longer ones are rejected.
 pub const MAX_RECORD_BYTES: usize = 8 * 1024 * 1024;
+
+/// Text and payload bytes the builders gather before their rows must be handed on
+/// ([`Output::pending_bytes`]): far below Arrow's 2 GiB per column, so that one more
+/// record (a dead letter keeps up to 64 MiB of payload) can never overflow an offset.
+pub const FLUSH_BYTES: usize = 256 * 1024 * 1024;
 
 /// The input formats of `contracts/envelope.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -180,6 +187,18 @@ pub struct Output {
     pub counts: Counts,
     events_at_record_start: usize,
     metrics_at_record_start: usize,
+    /// Rows already finished out of the builders (kept by a [`Output::rollback`]),
+    /// handed on first by [`Output::take_batches`].
+    ready: Vec<(Table, RecordBatch)>,
+}
+
+/// The state of an [`Output`] before a record, to undo what a failed decode appended.
+#[derive(Debug, Clone, Copy)]
+pub struct Mark {
+    counts: Counts,
+    events: usize,
+    metrics: usize,
+    dead: usize,
 }
 
 impl Output {
@@ -192,7 +211,62 @@ impl Output {
             counts: Counts::default(),
             events_at_record_start: 0,
             metrics_at_record_start: 0,
+            ready: Vec::new(),
         }
+    }
+
+    /// Where the output stands: [`Output::rollback`] returns to it.
+    pub fn mark(&self) -> Mark {
+        Mark {
+            counts: self.counts,
+            events: self.events.len(),
+            metrics: self.metrics.len(),
+            dead: self.dead.len(),
+        }
+    }
+
+    /// Drops the rows appended since `mark` and restores the tallies: the rows before it
+    /// are finished into batches kept for [`Output::take_batches`].
+    pub fn rollback(&mut self, mark: &Mark) {
+        if self.events.len() > mark.events {
+            let b = self.events.finish();
+            if mark.events > 0 {
+                self.ready.push((Table::Events, b.slice(0, mark.events)));
+            }
+        }
+        if self.metrics.len() > mark.metrics {
+            let b = self.metrics.finish();
+            if mark.metrics > 0 {
+                self.ready.push((Table::Metrics, b.slice(0, mark.metrics)));
+            }
+        }
+        if self.dead.len() > mark.dead {
+            let b = self.dead.finish();
+            if mark.dead > 0 {
+                self.ready.push((Table::DeadLetters, b.slice(0, mark.dead)));
+            }
+        }
+        self.counts = mark.counts;
+        self.events_at_record_start = self.events.len();
+        self.metrics_at_record_start = self.metrics.len();
+    }
+
+    /// Every row so far as batches (events, metrics, dead letters; no empty batch); the
+    /// builders start empty again. The tallies are kept.
+    pub fn take_batches(&mut self) -> Vec<(Table, RecordBatch)> {
+        let mut batches = std::mem::take(&mut self.ready);
+        if !self.events.is_empty() {
+            batches.push((Table::Events, self.events.finish()));
+        }
+        if !self.metrics.is_empty() {
+            batches.push((Table::Metrics, self.metrics.finish()));
+        }
+        if !self.dead.is_empty() {
+            batches.push((Table::DeadLetters, self.dead.finish()));
+        }
+        self.events_at_record_start = 0;
+        self.metrics_at_record_start = 0;
+        batches
     }
 
     /// Call before decoding each record: counts it and remembers the row counts so that
@@ -224,8 +298,91 @@ impl Output {
 
     /// Rows waiting in the builders.
     pub fn pending_rows(&self) -> usize {
-        self.events.len() + self.metrics.len() + self.dead.len()
+        let ready: usize = self.ready.iter().map(|(_, b)| b.num_rows()).sum();
+        ready + self.events.len() + self.metrics.len() + self.dead.len()
     }
+
+    /// Text and payload bytes waiting in the builders; a driver hands the rows on once
+    /// this reaches [`FLUSH_BYTES`].
+    pub fn pending_bytes(&self) -> usize {
+        self.events.bytes() + self.metrics.bytes() + self.dead.bytes()
+    }
+}
+
+/// What a panic carried, as text.
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic".to_string()
+    }
+}
+
+/// Decodes one record with `decoder`, containing a failure: should the decoder panic
+/// (a bug; decoders must not), what it appended for the record is dropped and the
+/// record goes whole to `dead_letters` with the reason, so the record is accounted for
+/// and the run or stream goes on. Returns whether the decoder failed.
+pub fn decode_contained(
+    decoder: &mut dyn Decoder,
+    bytes: &[u8],
+    origin: &Origin<'_>,
+    hints: &Hints,
+    out: &mut Output,
+) -> bool {
+    let mark = out.mark();
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        decoder.decode(bytes, origin, hints, out)
+    }));
+    let Err(p) = r else {
+        return false;
+    };
+    out.rollback(&mark);
+    let format = decoder.format();
+    let why = format!(
+        "{origin}: the {format} decoder failed on this record ({}); kept here whole",
+        panic_text(p.as_ref())
+    );
+    tracing::error!("{why}.");
+    out.begin_record();
+    out.reject(origin, format, &why, bytes);
+    true
+}
+
+/// Ends an input with `decoder` ([`Decoder::finish`], or [`Decoder::release_complete`]
+/// with `release`), containing a failure: the rows it appended are dropped and one dead
+/// letter (with no payload: the records it held are gone with its state), at `origin`
+/// (the input's last record, or the stream), says what was lost. Returns whether the
+/// decoder failed.
+pub fn finish_contained(
+    decoder: &mut dyn Decoder,
+    release: bool,
+    origin: &Origin<'_>,
+    hints: &Hints,
+    out: &mut Output,
+) -> bool {
+    let mark = out.mark();
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        if release {
+            decoder.release_complete(out);
+        } else {
+            decoder.finish(hints, out);
+        }
+    }));
+    let Err(p) = r else {
+        return false;
+    };
+    out.rollback(&mark);
+    let format = decoder.format();
+    let why = format!(
+        "{origin}: the {format} decoder failed emitting the records it held ({}); they are lost",
+        panic_text(p.as_ref())
+    );
+    tracing::error!("{why}.");
+    out.begin_record();
+    out.reject(origin, format, &why, b"");
+    true
 }
 
 /// One real upstream format.
@@ -253,4 +410,129 @@ pub trait Decoder: Send {
     /// exception line), so they do not wait for a next line that may never come; keep
     /// everything else. Default: nothing held.
     fn release_complete(&mut self, _out: &mut Output) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use whyslow_schemas::builders::{EventRow, Scope};
+    use whyslow_schemas::{Layer, Severity};
+
+    /// Appends one event per record; panics on a record that says `boom`, after
+    /// appending its event (a bug in the middle of a decode).
+    struct Fragile;
+
+    impl Decoder for Fragile {
+        fn format(&self) -> Format {
+            Format::ContainerLog
+        }
+
+        fn decode(&mut self, bytes: &[u8], _: &Origin<'_>, _: &Hints, out: &mut Output) {
+            out.begin_record();
+            let row = EventRow {
+                time_ns: 1,
+                event_id: "id",
+                layer: Layer::Framework,
+                source: "test",
+                kind: "k",
+                severity: Severity::Info,
+                scope: Scope::default(),
+                reason: None,
+                message: std::str::from_utf8(bytes).ok(),
+            };
+            out.events.append(&row, [("a", "b")]);
+            if bytes == b"boom" {
+                panic!("a decoder bug");
+            }
+            out.produced();
+        }
+
+        fn finish(&mut self, _: &Hints, out: &mut Output) {
+            out.events.append(
+                &EventRow {
+                    time_ns: 1,
+                    event_id: "held",
+                    layer: Layer::Framework,
+                    source: "test",
+                    kind: "k",
+                    severity: Severity::Info,
+                    scope: Scope::default(),
+                    reason: None,
+                    message: None,
+                },
+                [("a", "b")],
+            );
+            panic!("a bug at the end");
+        }
+    }
+
+    fn messages(batches: &[(Table, RecordBatch)]) -> Vec<String> {
+        use arrow::array::AsArray;
+        batches
+            .iter()
+            .filter(|(t, _)| *t == Table::Events)
+            .flat_map(|(_, b)| {
+                let m = b.column_by_name("message").unwrap().as_string::<i32>();
+                (0..b.num_rows())
+                    .map(|i| m.value(i).to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_panicking_decode_is_one_dead_letter_and_its_rows_are_dropped() {
+        let mut d = Fragile;
+        let mut out = Output::new(0);
+        let hints = Hints::default();
+        for (i, rec) in ["a", "boom", "c"].into_iter().enumerate() {
+            let origin = Origin::File {
+                path: "f.log",
+                line: i as u64 + 1,
+            };
+            let failed = decode_contained(&mut d, rec.as_bytes(), &origin, &hints, &mut out);
+            assert_eq!(failed, rec == "boom");
+        }
+        assert_eq!(out.counts.records, 3);
+        assert_eq!((out.counts.produced, out.counts.rejected), (2, 1));
+        assert!(out.counts.balances());
+        assert_eq!(out.counts.events, 2);
+        assert_eq!(out.pending_rows(), 3);
+        let batches = out.take_batches();
+        assert_eq!(messages(&batches), ["a", "c"]);
+        let dead: Vec<_> = batches
+            .iter()
+            .filter(|(t, _)| *t == Table::DeadLetters)
+            .collect();
+        assert_eq!(dead.len(), 1);
+        use arrow::array::AsArray;
+        let b = &dead[0].1;
+        let error = b.column_by_name("error").unwrap().as_string::<i32>();
+        assert!(
+            error
+                .value(0)
+                .starts_with("f.log:2: the container-log decoder failed")
+        );
+        assert!(error.value(0).contains("a decoder bug"));
+        let payload = b.column_by_name("payload").unwrap().as_binary::<i32>();
+        assert_eq!(payload.value(0), b"boom");
+        // A failing finish loses what it held, and says so in one dead letter.
+        let end = Origin::File {
+            path: "f.log",
+            line: 3,
+        };
+        assert!(finish_contained(&mut d, false, &end, &hints, &mut out));
+        let batches = out.take_batches();
+        assert!(messages(&batches).is_empty());
+        assert_eq!(out.counts.rejected, 2);
+    }
+
+    #[test]
+    fn builders_count_their_bytes() {
+        let mut out = Output::new(0);
+        out.dead.append("f:1", "envelope", "bad", &[0u8; 1000]);
+        assert_eq!(out.pending_bytes(), 1000 + 3 + 8 + 3);
+        out.take_batches();
+        assert_eq!(out.pending_bytes(), 0);
+    }
 }

@@ -37,6 +37,7 @@
 //! default time of records with none is the file's mtime if it still exists, else the
 //! letter's `ingest_time` (for Kafka letters, close to the message timestamp used then).
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -331,8 +332,10 @@ pub fn retry_input(
         Some(l) => letter_hints(&SourceRef::parse(l.source_ref), l.ingest_time_ns, base),
         None => base.clone(),
     };
-    // Each decoded letter's rows run from its mark to the next decoded letter's.
-    let mut marks: Vec<Result<Mark, &'static str>> = Vec::with_capacity(letters.len());
+    // Each decoded letter's rows run from its mark to the next decoded letter's. A
+    // letter whose decoder failed (a panic, contained here) keeps its mark so that the
+    // rows it left are kept by no letter, and stays where it is.
+    let mut marks: Vec<Result<(Mark, bool), &'static str>> = Vec::with_capacity(letters.len());
     for letter in letters {
         let source = SourceRef::parse(letter.source_ref);
         if letter.error.contains(CUT_MARKER) {
@@ -343,12 +346,26 @@ pub fn retry_input(
         {
             marks.push(Err("it is over the record size limit"));
         } else {
-            marks.push(Ok(Mark::of(&out)));
-            decoder.decode(letter.payload, &source.origin(), &hints, &mut out);
+            let start = Mark::of(&out);
+            let origin = source.origin();
+            let failed = catch_unwind(AssertUnwindSafe(|| {
+                decoder.decode(letter.payload, &origin, &hints, &mut out);
+            }))
+            .is_err();
+            if failed {
+                tracing::error!("{origin}: the decoder failed on this dead letter; left as it is.");
+            }
+            marks.push(Ok((start, failed)));
         }
     }
-    decoder.finish(&hints, &mut out);
-    let end = Mark::of(&out);
+    let before_finish = Mark::of(&out);
+    let finished = catch_unwind(AssertUnwindSafe(|| decoder.finish(&hints, &mut out))).is_ok();
+    // Rows a failed finish left are kept by no letter.
+    let end = if finished {
+        Mark::of(&out)
+    } else {
+        before_finish
+    };
     let (events, metrics, dead) = (out.events.finish(), out.metrics.finish(), out.dead.finish());
     let errors = dead
         .column_by_name("error")
@@ -360,7 +377,12 @@ pub fn retry_input(
     // Backwards, so that each letter's range ends where the next decoded one starts.
     for mark in marks.iter().rev() {
         let start = match mark {
-            Ok(m) => *m,
+            Ok((m, false)) => *m,
+            Ok((m, true)) => {
+                attempts.push(Attempt::NotRetried("the decoder failed on it"));
+                next = *m;
+                continue;
+            }
             Err(why) => {
                 attempts.push(Attempt::NotRetried(why));
                 continue;

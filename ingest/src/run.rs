@@ -29,7 +29,10 @@ use crate::decode::k8s::K8sDecoder;
 use crate::decode::kmsg::KmsgDecoder;
 use crate::decode::prometheus::PrometheusDecoder;
 use crate::decode::slurm::SlurmDecoder;
-use crate::decode::{Decoder, Format, Framing, Hints, MAX_RECORD_BYTES, Origin, Output};
+use crate::decode::{
+    Decoder, FLUSH_BYTES, Format, Framing, Hints, MAX_RECORD_BYTES, Origin, Output,
+    decode_contained, finish_contained,
+};
 use crate::source::{self, HARD_CAP_BYTES, Input, LineReader, SourceError};
 use crate::store::{CommitStats, StoreError, StoreWriter};
 
@@ -52,6 +55,9 @@ pub struct IngestOptions {
     pub progress: bool,
     /// Rows gathered in the builders before they are handed to the store as batches.
     pub batch_rows: usize,
+    /// Text and payload bytes gathered before the rows are handed on, whatever their
+    /// number (at most [`crate::decode::FLUSH_BYTES`], which keeps Arrow's offsets safe).
+    pub batch_bytes: usize,
     /// Rows handed to the store before a commit within one input (inputs always end
     /// with one).
     pub commit_rows: usize,
@@ -70,6 +76,7 @@ impl IngestOptions {
             hints: Hints::default(),
             progress: false,
             batch_rows: 64 * 1024,
+            batch_bytes: crate::decode::FLUSH_BYTES,
             commit_rows: 1024 * 1024,
             pipeline: true,
         }
@@ -161,6 +168,7 @@ pub fn ingest_into(
         bytes: Arc::new(AtomicU64::new(0)),
         progress: progress_bar(opts.progress, total_bytes),
         handed_since_commit: 0,
+        last_line: 0,
         summary,
     };
     for input in &inputs {
@@ -217,6 +225,8 @@ struct Runner<'a> {
     bytes: Arc<AtomicU64>,
     progress: ProgressBar,
     handed_since_commit: usize,
+    /// The last line number read of the current input (its end, for a failed finish).
+    last_line: u64,
     summary: IngestSummary,
 }
 
@@ -244,7 +254,12 @@ impl Runner<'_> {
         if let Err(Stop::Store(e)) = read {
             return Err(e.into());
         }
-        decoder.finish(&hints, &mut self.out);
+        let end = Origin::File {
+            path: &name,
+            line: self.last_line,
+        };
+        finish_contained(decoder.as_mut(), false, &end, &hints, &mut self.out);
+        self.last_line = 0;
         self.flush(format)?;
         self.commit(format)?;
         let counts = std::mem::take(&mut self.out.counts);
@@ -285,13 +300,16 @@ impl Runner<'_> {
                 let reason = too_long(line.full_len, line.truncated());
                 self.out.reject(&origin, format, &reason, line.bytes);
             } else {
-                decoder.decode(line.bytes, &origin, hints, &mut self.out);
+                decode_contained(decoder, line.bytes, &origin, hints, &mut self.out);
             }
+            self.last_line = line.number;
             if line.number.is_multiple_of(PROGRESS_EVERY) {
                 self.progress
                     .set_position(self.bytes.load(Ordering::Relaxed));
             }
-            if self.out.pending_rows() >= self.opts.batch_rows {
+            if self.out.pending_rows() >= self.opts.batch_rows
+                || self.out.pending_bytes() >= self.opts.batch_bytes.min(FLUSH_BYTES)
+            {
                 self.flush(format)?;
                 if self.handed_since_commit >= self.opts.commit_rows {
                     self.commit(format)?;
@@ -325,29 +343,18 @@ impl Runner<'_> {
             );
             self.out.reject(&origin, decoder.format(), &reason, &doc);
         } else {
-            decoder.decode(&doc, &origin, hints, &mut self.out);
+            decode_contained(decoder, &doc, &origin, hints, &mut self.out);
         }
+        self.last_line = 1;
         Ok(())
     }
 
     /// Hands the rows in the builders to the sink.
     fn flush(&mut self, format: Format) -> Result<(), StoreError> {
         let f = self.summary.formats.entry(format).or_default();
-        let mut batches = Vec::with_capacity(3);
-        if !self.out.events.is_empty() {
-            let b = self.out.events.finish();
-            f.handed.events += b.num_rows() as u64;
-            batches.push((Table::Events, b));
-        }
-        if !self.out.metrics.is_empty() {
-            let b = self.out.metrics.finish();
-            f.handed.metrics += b.num_rows() as u64;
-            batches.push((Table::Metrics, b));
-        }
-        if !self.out.dead.is_empty() {
-            let b = self.out.dead.finish();
-            f.handed.dead_letters += b.num_rows() as u64;
-            batches.push((Table::DeadLetters, b));
+        let batches = self.out.take_batches();
+        for (table, batch) in &batches {
+            f.handed.add(*table, batch.num_rows() as u64);
         }
         for (table, batch) in batches {
             self.handed_since_commit += batch.num_rows();

@@ -45,6 +45,12 @@ pub enum QueryError {
         /// What went wrong.
         message: String,
     },
+    /// The query needed more memory than the session's pool allows.
+    #[error(
+        "the query needs more memory than its limit allows ({0}); raise --memory-limit or \
+         narrow the query (a shorter time range, fewer columns, a LIMIT)"
+    )]
+    MemoryLimit(String),
     /// A failure while executing the query (reading Parquet, computing).
     #[error("query failed: {0}")]
     Execution(DataFusionError),
@@ -82,6 +88,7 @@ impl From<DataFusionError> for QueryError {
             DataFusionError::NotImplemented(m) => {
                 QueryError::Plan(format!("not supported: {}", first_line(m)))
             }
+            DataFusionError::ResourcesExhausted(m) => QueryError::MemoryLimit(first_line(m)),
             _ => QueryError::Execution(e),
         }
     }

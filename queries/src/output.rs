@@ -1,5 +1,9 @@
-//! Printing query results: an aligned table, CSV with a header, or JSON lines.
+//! Printing query results: an aligned table, CSV with a header, or JSON lines. Text
+//! from the data never reaches a terminal raw: control characters (escape sequences
+//! included) are printed escaped (`\u{1b}`); JSON escapes them itself.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::io::Write;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -55,8 +59,14 @@ pub fn write_output(
 ) -> Result<(), QueryError> {
     match format {
         OutputFormat::Table => {
-            let table = pretty_format_batches_with_schema(result.schema.clone(), &result.batches)
-                .map_err(arrow_err)?;
+            // Nested values as their display text, so that their strings are escaped too.
+            let schema = flat_schema(&result.schema);
+            let batches = result
+                .batches
+                .iter()
+                .map(|b| escaped(&flatten(b, &schema)?, &schema, Escape::All))
+                .collect::<Result<Vec<_>, QueryError>>()?;
+            let table = pretty_format_batches_with_schema(schema, &batches).map_err(arrow_err)?;
             let n = result.num_rows();
             writeln!(out, "{table}").map_err(write_err)?;
             writeln!(out, "({n} row{})", if n == 1 { "" } else { "s" }).map_err(write_err)?;
@@ -71,7 +81,8 @@ pub fn write_output(
                     .map_err(arrow_err)?;
             }
             for b in &result.batches {
-                w.write(&flatten(b, &schema)?).map_err(arrow_err)?;
+                let b = escaped(&flatten(b, &schema)?, &schema, Escape::KeepLineBreaks)?;
+                w.write(&b).map_err(arrow_err)?;
             }
         }
         OutputFormat::Json => {
@@ -139,4 +150,114 @@ fn flatten(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, Query
         })
         .collect::<Result<Vec<_>, QueryError>>()?;
     RecordBatch::try_new(schema.clone(), columns).map_err(arrow_err)
+}
+
+/// Which control characters [`escape_controls`] leaves as they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Escape {
+    /// None: a table cell shows `\n` rather than breaking its row.
+    All,
+    /// Line breaks and tabs (CSV quotes fields that hold them).
+    KeepLineBreaks,
+}
+
+/// `s` with its control characters (C0, DEL, C1: terminal escape sequences start with
+/// one) written as escapes: `\n`, `\r`, `\t`, else `\u{1b}`; borrowed when it has none.
+pub fn escape_controls(s: &str, keep: Escape) -> Cow<'_, str> {
+    let kept = |c: char| keep == Escape::KeepLineBreaks && matches!(c, '\n' | '\r' | '\t');
+    if !s.chars().any(|c| c.is_control() && !kept(c)) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            c if !c.is_control() || kept(c) => out.push(c),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// The batch with the control characters of its string columns escaped.
+fn escaped(
+    batch: &RecordBatch,
+    schema: &SchemaRef,
+    keep: Escape,
+) -> Result<RecordBatch, QueryError> {
+    use arrow::array::{Array, AsArray};
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|c| {
+            let strings: Option<Box<dyn Iterator<Item = Option<&str>>>> = match c.data_type() {
+                DataType::Utf8 => Some(Box::new(c.as_string::<i32>().iter())),
+                DataType::LargeUtf8 => Some(Box::new(c.as_string::<i64>().iter())),
+                DataType::Utf8View => Some(Box::new(c.as_string_view().iter())),
+                _ => None,
+            };
+            let Some(strings) = strings else {
+                return c.clone();
+            };
+            let mut b = StringBuilder::with_capacity(c.len(), 0);
+            for v in strings {
+                b.append_option(v.map(|v| escape_controls(v, keep)));
+            }
+            let out: ArrayRef = Arc::new(b.finish());
+            // Keep the column's type: a cast from Utf8 to Utf8 (or a view) cannot fail.
+            arrow::compute::cast(&out, c.data_type()).unwrap_or(out)
+        })
+        .collect::<Vec<_>>();
+    RecordBatch::try_new(schema.clone(), columns).map_err(arrow_err)
+}
+
+#[cfg(test)]
+mod escape_tests {
+    use super::*;
+    use arrow::array::StringArray;
+    use arrow::datatypes::Field;
+
+    fn result(values: &[&str]) -> QueryOutput {
+        let schema: SchemaRef = Arc::new(Schema::new(vec![Field::new(
+            "message",
+            DataType::Utf8,
+            true,
+        )]));
+        let col: ArrayRef = Arc::new(StringArray::from(values.to_vec()));
+        QueryOutput {
+            schema: schema.clone(),
+            batches: vec![RecordBatch::try_new(schema, vec![col]).unwrap()],
+        }
+    }
+
+    #[test]
+    fn control_characters_from_the_data_are_escaped() {
+        assert_eq!(escape_controls("plain ü", Escape::All), "plain ü");
+        assert_eq!(
+            escape_controls("\u{1b}[2Jx\ty\n\u{9b}\u{7f}", Escape::All),
+            "\\u{1b}[2Jx\\ty\\n\\u{9b}\\u{7f}"
+        );
+        assert_eq!(
+            escape_controls("a\nb\u{7}", Escape::KeepLineBreaks),
+            "a\nb\\u{7}"
+        );
+        let r = result(&["\u{1b}]0;pwned\u{7}\u{1b}[31mred", "ok"]);
+        for format in [OutputFormat::Table, OutputFormat::Csv, OutputFormat::Json] {
+            let mut out = Vec::new();
+            write_output(&mut out, &r, format).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            assert!(
+                !text.contains('\u{1b}') && !text.contains('\u{7}'),
+                "{format:?}: {text}"
+            );
+            assert!(
+                text.contains("red") && text.contains("ok"),
+                "{format:?}: {text}"
+            );
+        }
+    }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use datafusion::execution::context::{SQLOptions, SessionConfig, SessionContext};
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::sql::parser::{DFParserBuilder, Statement};
 use whyslow_schemas::Table;
@@ -43,7 +44,25 @@ pub const VIEW_DIRS: [&str; 2] = ["views", "state"];
 /// A session whose tables read the committed segments of `source`, with every view of
 /// [`VIEW_DIRS`] registered. Tables with no segments exist and are empty.
 pub async fn session_over(source: &dyn SegmentSource) -> Result<SessionContext, QueryError> {
-    let ctx = SessionContext::new_with_config(session_config());
+    session_over_limited(source, None).await
+}
+
+/// [`session_over`] whose queries may hold at most `memory_limit` bytes in their memory
+/// pool (sorts, aggregations and joins spill to disk or fail past it, with
+/// [`QueryError::MemoryLimit`]); `None`: no limit.
+pub async fn session_over_limited(
+    source: &dyn SegmentSource,
+    memory_limit: Option<usize>,
+) -> Result<SessionContext, QueryError> {
+    let ctx = match memory_limit {
+        None => SessionContext::new_with_config(session_config()),
+        Some(limit) => {
+            let runtime = RuntimeEnvBuilder::new()
+                .with_memory_limit(limit, 1.0)
+                .build_arc()?;
+            SessionContext::new_with_config_rt(session_config(), runtime)
+        }
+    };
     for table in Table::ALL {
         let provider = SegmentTable::new(table, source.segments(table));
         ctx.register_table(table.name(), Arc::new(provider))?;

@@ -12,7 +12,7 @@ use crate::error::QueryError;
 use crate::output::{OutputFormat, write_output};
 use crate::params::Params;
 use crate::session::run_read_only;
-use crate::store_source::open_session;
+use crate::store_source::open_session_limited;
 
 /// The arguments of `whyslow sql`.
 #[derive(Debug, Clone, Default)]
@@ -27,6 +27,36 @@ pub struct SqlCommand {
     pub params: Vec<String>,
     /// `table`, `csv` or `json`.
     pub format: String,
+    /// The most memory (bytes) a query's pool may hold (`None`: no limit).
+    pub memory_limit: Option<usize>,
+}
+
+/// The default `--memory-limit`: 4 GiB.
+pub const DEFAULT_MEMORY_LIMIT: usize = 4 << 30;
+
+/// A size as `--memory-limit` takes it: bytes, or a number with `K`/`M`/`G`/`T` (or
+/// `KiB`/`MiB`/`GiB`/`TiB`, `KB`/`MB`/`GB`/`TB`: all powers of 1024).
+pub fn parse_size(s: &str) -> Result<usize, QueryError> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => u32::MAX,
+    };
+    num.parse::<usize>()
+        .ok()
+        .filter(|n| *n > 0 && shift < 64)
+        .and_then(|n| n.checked_mul(1usize.checked_shl(shift)?))
+        .ok_or_else(|| {
+            QueryError::Usage(format!(
+                "--memory-limit '{s}': expected a size like 4GiB, 512MiB or a number of bytes"
+            ))
+        })
 }
 
 /// Runs `whyslow sql`: the query or file, printing each statement's result to `out`;
@@ -49,7 +79,7 @@ pub fn run_sql(cmd: &SqlCommand, out: &mut dyn Write) -> Result<(), QueryError> 
         .build()
         .map_err(|e| QueryError::io("starting the query runtime", e))?;
     runtime.block_on(async {
-        let ctx = open_session(&cmd.store).await?;
+        let ctx = open_session_limited(&cmd.store, cmd.memory_limit).await?;
         match sql {
             Some(sql) => run_and_print(&ctx, &sql, &params, format, out).await,
             None => interactive(&ctx, &params, format).await,
@@ -233,6 +263,44 @@ fn report(r: Result<(), QueryError>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("4GiB").unwrap(), 4 << 30);
+        assert_eq!(parse_size("512M").unwrap(), 512 << 20);
+        assert_eq!(parse_size("1048576").unwrap(), 1 << 20);
+        for bad in ["", "0", "x", "4 PB", "-1G", "99999999999999999999T"] {
+            assert!(parse_size(bad).unwrap_err().is_usage(), "{bad}");
+        }
+    }
+
+    /// A query whose working set passes the limit fails with one clear sentence naming
+    /// the flag, instead of taking the machine's memory.
+    #[test]
+    fn a_query_over_the_memory_limit_fails_clearly() {
+        let dir = tempfile::tempdir().unwrap();
+        let cmd = SqlCommand {
+            store: dir.path().to_path_buf(),
+            query: Some(
+                "SELECT v, count(*) FROM generate_series(1, 300000) t(v) GROUP BY v ORDER BY v DESC LIMIT 1"
+                    .into(),
+            ),
+            format: "csv".into(),
+            memory_limit: Some(64 * 1024),
+            ..SqlCommand::default()
+        };
+        let e = run_sql(&cmd, &mut Vec::new()).unwrap_err();
+        assert!(matches!(e, QueryError::MemoryLimit(_)), "{e}");
+        assert!(e.to_string().contains("raise --memory-limit"), "{e}");
+        // The same query runs within the default limit.
+        let mut out = Vec::new();
+        let ok = SqlCommand {
+            memory_limit: Some(DEFAULT_MEMORY_LIMIT),
+            ..cmd
+        };
+        run_sql(&ok, &mut out).unwrap();
+        assert!(String::from_utf8(out).unwrap().contains("300000"));
+    }
 
     #[test]
     fn statements_span_lines_and_end_with_a_semicolon() {

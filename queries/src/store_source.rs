@@ -8,7 +8,7 @@ use whyslow_schemas::Table;
 
 use crate::error::QueryError;
 use crate::segments::{Segment, SegmentSource};
-use crate::session::session_over;
+use crate::session::session_over_limited;
 
 impl SegmentSource for Store {
     fn segments(&self, table: Table) -> Vec<Segment> {
@@ -29,9 +29,17 @@ impl SegmentSource for Store {
 /// is an empty store): tables `events`, `metrics`, `dead_letters`, `slowdowns`, `causes`
 /// and the views of `queries/sql/views/`.
 pub async fn open_session(store_root: &Path) -> Result<SessionContext, QueryError> {
+    open_session_limited(store_root, None).await
+}
+
+/// [`open_session`] with a memory pool of `memory_limit` bytes (`None`: no limit).
+pub async fn open_session_limited(
+    store_root: &Path,
+    memory_limit: Option<usize>,
+) -> Result<SessionContext, QueryError> {
     let store = Store::open(store_root).map_err(|e| QueryError::Store {
         path: store_root.display().to_string(),
         message: e.to_string(),
     })?;
-    session_over(&store).await
+    session_over_limited(&store, memory_limit).await
 }

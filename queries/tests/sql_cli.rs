@@ -14,6 +14,7 @@ fn sql(store: &Path, query: &str, format: &str, params: &[&str]) -> Result<Strin
         file: None,
         params: params.iter().map(|p| p.to_string()).collect(),
         format: format.to_string(),
+        memory_limit: None,
     };
     let mut out = Vec::new();
     run_sql(&cmd, &mut out)?;
@@ -136,6 +137,7 @@ fn named_queries_run_with_params() {
             "to=2026-11-29T11:00:00Z".into(),
         ],
         format: "csv".into(),
+        memory_limit: None,
     };
     let mut out = Vec::new();
     run_sql(&cmd, &mut out).unwrap();

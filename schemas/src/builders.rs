@@ -30,7 +30,8 @@ impl ScopeBuilders {
         ScopeBuilders(std::array::from_fn(|_| StringBuilder::new()))
     }
 
-    fn append(&mut self, s: &Scope<'_>) {
+    /// Appends one row's scope; returns the text bytes appended.
+    fn append(&mut self, s: &Scope<'_>) -> usize {
         let values = [
             s.cluster,
             s.node,
@@ -40,9 +41,12 @@ impl ScopeBuilders {
             s.pod,
             s.run_id,
         ];
+        let mut bytes = 0;
         for (b, v) in self.0.iter_mut().zip(values) {
+            bytes += v.map_or(0, str::len);
             b.append_option(v);
         }
+        bytes
     }
 
     fn finish(&mut self, out: &mut Vec<ArrayRef>) {
@@ -56,17 +60,21 @@ fn string_map_builder() -> MapBuilder<StringBuilder, StringBuilder> {
     MapBuilder::new(None, StringBuilder::new(), StringBuilder::new())
 }
 
+/// Appends one map; returns the text bytes appended.
 fn append_map<K: AsRef<str>, V: AsRef<str>>(
     b: &mut MapBuilder<StringBuilder, StringBuilder>,
     entries: impl IntoIterator<Item = (K, V)>,
-) {
+) -> usize {
+    let mut bytes = 0;
     for (k, v) in entries {
+        bytes += k.as_ref().len() + v.as_ref().len();
         b.keys().append_value(k.as_ref());
         b.values().append_value(v.as_ref());
     }
     // Appending a valid (non-null) map entry cannot fail: only mismatched key/value
     // counts error, and both sides are appended together above.
     b.append(true).expect("keys and values appended in pairs");
+    bytes
 }
 
 fn timestamps() -> TimestampNanosecondBuilder {
@@ -109,6 +117,7 @@ pub struct EventsBuilder {
     message: StringBuilder,
     attrs: MapBuilder<StringBuilder, StringBuilder>,
     len: usize,
+    bytes: usize,
 }
 
 impl EventsBuilder {
@@ -128,6 +137,7 @@ impl EventsBuilder {
             message: StringBuilder::new(),
             attrs: string_map_builder(),
             len: 0,
+            bytes: 0,
         }
     }
 
@@ -144,16 +154,30 @@ impl EventsBuilder {
         self.source.append_value(row.source);
         self.kind.append_value(row.kind);
         self.severity.append_value(row.severity.as_str());
-        self.scope.append(&row.scope);
+        let scope = self.scope.append(&row.scope);
         self.reason.append_option(row.reason);
         self.message.append_option(row.message);
-        append_map(&mut self.attrs, attrs);
+        let attrs = append_map(&mut self.attrs, attrs);
         self.len += 1;
+        self.bytes += scope
+            + attrs
+            + row.event_id.len()
+            + row.source.len()
+            + row.kind.len()
+            + row.reason.map_or(0, str::len)
+            + row.message.map_or(0, str::len);
     }
 
     /// Rows appended since the last `finish`.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Text and binary bytes appended since the last `finish`, all columns together:
+    /// a bound on every column's value buffer, whose offsets are i32 (a batch must be
+    /// finished well before any column reaches 2 GiB).
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Whether no row was appended since the last `finish`.
@@ -177,6 +201,7 @@ impl EventsBuilder {
         c.push(Arc::new(self.message.finish()));
         c.push(Arc::new(self.attrs.finish()));
         self.len = 0;
+        self.bytes = 0;
         batch(Table::Events, c)
     }
 }
@@ -209,6 +234,7 @@ pub struct MetricsBuilder {
     step: Int64Builder,
     labels: MapBuilder<StringBuilder, StringBuilder>,
     len: usize,
+    bytes: usize,
 }
 
 impl MetricsBuilder {
@@ -227,6 +253,7 @@ impl MetricsBuilder {
             step: Int64Builder::new(),
             labels: string_map_builder(),
             len: 0,
+            bytes: 0,
         }
     }
 
@@ -242,16 +269,24 @@ impl MetricsBuilder {
         self.source.append_value(row.source);
         self.metric.append_value(row.metric);
         self.value.append_value(row.value);
-        self.scope.append(&row.scope);
+        let scope = self.scope.append(&row.scope);
         self.rank.append_option(row.rank);
         self.step.append_option(row.step);
-        append_map(&mut self.labels, labels);
+        let labels = append_map(&mut self.labels, labels);
         self.len += 1;
+        self.bytes += scope + labels + row.source.len() + row.metric.len();
     }
 
     /// Rows appended since the last `finish`.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Text and binary bytes appended since the last `finish`, all columns together:
+    /// a bound on every column's value buffer, whose offsets are i32 (a batch must be
+    /// finished well before any column reaches 2 GiB).
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Whether no row was appended since the last `finish`.
@@ -274,6 +309,7 @@ impl MetricsBuilder {
         c.push(Arc::new(self.step.finish()));
         c.push(Arc::new(self.labels.finish()));
         self.len = 0;
+        self.bytes = 0;
         batch(Table::Metrics, c)
     }
 }
@@ -287,6 +323,7 @@ pub struct DeadLetterBuilder {
     error: StringBuilder,
     payload: BinaryBuilder,
     len: usize,
+    bytes: usize,
 }
 
 impl DeadLetterBuilder {
@@ -300,6 +337,7 @@ impl DeadLetterBuilder {
             error: StringBuilder::new(),
             payload: BinaryBuilder::new(),
             len: 0,
+            bytes: 0,
         }
     }
 
@@ -312,11 +350,19 @@ impl DeadLetterBuilder {
         self.error.append_value(error);
         self.payload.append_value(payload);
         self.len += 1;
+        self.bytes += source_ref.len() + format.len() + error.len() + payload.len();
     }
 
     /// Rows appended since the last `finish`.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Text and binary bytes appended since the last `finish`, all columns together:
+    /// a bound on every column's value buffer, whose offsets are i32 (a batch must be
+    /// finished well before any column reaches 2 GiB).
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Whether no row was appended since the last `finish`.
@@ -334,6 +380,7 @@ impl DeadLetterBuilder {
             Arc::new(self.payload.finish()),
         ];
         self.len = 0;
+        self.bytes = 0;
         batch(Table::DeadLetters, c)
     }
 }

@@ -1,7 +1,10 @@
 //! `--on-incident CMD`: runs a user's command with an incident's JSON on stdin, on a
 //! thread of its own, so a slow or failing command never holds up ingest or analysis.
+//! The command runs in a process group of its own; its timeout covers writing its input,
+//! and on timeout the whole group (`sh` and whatever it started) is killed.
 
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::thread::JoinHandle;
@@ -87,6 +90,7 @@ fn serve(command: &str, timeout: Duration, rx: Receiver<HookCall>) {
 
 /// Runs the command once with the incident on stdin; the error says what went wrong.
 fn run_once(command: &str, call: &HookCall, timeout: Duration) -> Result<(), String> {
+    let deadline = Instant::now() + timeout;
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(command)
@@ -95,26 +99,55 @@ fn run_once(command: &str, call: &HookCall, timeout: Duration) -> Result<(), Str
         .env("WHYSLOW_INCIDENT_CAUSE", &call.cause)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
+        // A group of its own (its id is the child's pid), killed whole on timeout.
+        .process_group(0)
         .spawn()
         .map_err(|e| format!("cannot start `sh -c {command}`: {e}"))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        // A command that does not read its input is not an error.
-        let _ = stdin.write_all(call.json.as_bytes());
-        let _ = stdin.write_all(b"\n");
-    }
-    let deadline = Instant::now() + timeout;
-    loop {
+    // The input is written on a thread of its own, inside the timeout: a command that
+    // never reads a large input cannot hold the runner before its clock starts.
+    let writer = child.stdin.take().map(|mut stdin| {
+        let json = call.json.clone();
+        std::thread::spawn(move || {
+            // A command that does not read its input is not an error.
+            let _ = stdin.write_all(json.as_bytes());
+            let _ = stdin.write_all(b"\n");
+        })
+    });
+    let result = loop {
         match child.try_wait() {
-            Ok(Some(status)) if status.success() => return Ok(()),
-            Ok(Some(status)) => return Err(format!("it exited with {status}")),
+            Ok(Some(status)) if status.success() => break Ok(()),
+            Ok(Some(status)) => break Err(format!("it exited with {status}")),
             Ok(None) if Instant::now() >= deadline => {
+                kill_group(child.id());
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("it ran longer than {timeout:?} and was killed"));
+                break Err(format!("it ran longer than {timeout:?} and was killed"));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(format!("waiting for it failed: {e}")),
+            Err(e) => break Err(format!("waiting for it failed: {e}")),
         }
+    };
+    if let Some(w) = writer {
+        // The command exited or its group was killed: the pipe is closed (or drained),
+        // so the write has ended or fails now. A child it left running that keeps the
+        // pipe open without reading cannot hold us: we do not wait on the writer then.
+        if w.is_finished() || result.is_err() {
+            let _ = w.join();
+        }
+    }
+    result
+}
+
+/// Kills every process of the group `pgid` (`kill -KILL -- -PGID`).
+fn kill_group(pgid: u32) {
+    let killed = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pgid}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !killed.is_ok_and(|s| s.success()) {
+        warn!("Could not kill the --on-incident command's process group {pgid}.");
     }
 }
 
@@ -162,5 +195,36 @@ mod tests {
         let e = run_once("sleep 30", &call("a"), Duration::from_millis(200)).unwrap_err();
         assert!(e.contains("killed"), "{e}");
         assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    /// The timeout kills what `sh` started too, and covers writing the input: a
+    /// command that never reads a 1 MiB incident is killed on time.
+    #[test]
+    fn the_timeout_kills_the_whole_group_and_covers_stdin() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let cmd = format!("sleep 30 & echo $! > {}; wait", pidfile.display());
+        let e = run_once(&cmd, &call("a"), Duration::from_millis(500)).unwrap_err();
+        assert!(e.contains("killed"), "{e}");
+        let pid = std::fs::read_to_string(&pidfile).unwrap();
+        let pid = pid.trim();
+        // The background `sleep` is gone (killed with its group).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while std::path::Path::new(&format!("/proc/{pid}")).exists()
+            && std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|s| !s.contains(") Z "))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "sleep {pid} outlived the timeout"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut big = call("b");
+        big.json = "x".repeat(1024 * 1024);
+        let started = Instant::now();
+        let e = run_once("sleep 30", &big, Duration::from_millis(300)).unwrap_err();
+        assert!(e.contains("killed"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(5));
     }
 }

@@ -1,7 +1,11 @@
 //! The report as Markdown, for people: workloads with their goodput and badput, then
-//! every slowdown with its verdict, causal chain and the other candidates.
+//! every slowdown with its verdict, causal chain and the other candidates. Text from
+//! the data (names, summaries) is printed with its control characters escaped: a
+//! report read in a terminal shows an escape sequence, it does not run it.
 
 use std::fmt::Write;
+
+use whyslow_queries::output::{Escape, escape_controls};
 
 use super::model::{Report, Slowdown};
 
@@ -28,11 +32,19 @@ fn who(ns: &Option<String>, w: &Option<String>) -> String {
 }
 
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    s.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
 
 /// Renders the report.
 pub fn render(r: &Report) -> String {
+    // The renderer's own line breaks stay; every other control character came from the
+    // data and is escaped.
+    escape_controls(&render_raw(r), Escape::KeepLineBreaks)
+        .replace('\r', "\\r")
+        .replace('\t', "\\t")
+}
+
+fn render_raw(r: &Report) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "# whyslow report\n");
     let _ = writeln!(
@@ -180,6 +192,37 @@ fn slowdown(o: &mut String, n: usize, s: &Slowdown) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A workload name carrying a terminal escape sequence (from a pod label, a log
+    /// line) is printed escaped, in table cells and elsewhere.
+    #[test]
+    fn escape_sequences_from_the_data_are_escaped() {
+        use super::super::model::{Window, WorkloadSummary};
+        let r = Report {
+            generated_at: "2026-11-29T10:00:00Z".into(),
+            store: "st\u{1b}]0;title\u{7}ore".into(),
+            window: Window {
+                from: "a".into(),
+                to: "b".into(),
+            },
+            workloads: vec![WorkloadSummary {
+                namespace: Some("ml".into()),
+                workload: Some("\u{1b}[2J\u{1b}[31mtrain\r\tx".into()),
+                run_id: None,
+                observed_seconds: 10.0,
+                productive_seconds: 10.0,
+                badput: Default::default(),
+            }],
+            slowdowns: Vec::new(),
+        };
+        let text = render(&r);
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{text:?}"
+        );
+        assert!(text.contains("ml/\\u{1b}[2J\\u{1b}[31mtrain"), "{text}");
+        assert!(text.contains("st\\u{1b}]0;title\\u{7}ore"), "{text}");
+    }
 
     #[test]
     fn durations_read_well() {

@@ -158,7 +158,7 @@ fn is_fabric_manager_stamp(s: &str) -> bool {
     s.len() == 20
         && MONTHS.iter().any(|m| s.starts_with(m))
         && b[6] == b' '
-        && s[7..11].bytes().all(|c| c.is_ascii_digit())
+        && b[7..11].iter().all(u8::is_ascii_digit)
         && b[14] == b':'
         && b[17] == b':'
 }
@@ -241,7 +241,9 @@ fn is_kernel_line(l: &str) -> bool {
     if b.len() > 16
         && MONTHS.iter().any(|m| l.starts_with(m))
         && b.get(3) == Some(&b' ')
-        && l[16..]
+        // Byte 16 may fall inside a character of a line that only looks like syslog.
+        && l.get(16..)
+            .unwrap_or("")
             .split_whitespace()
             .nth(1)
             .is_some_and(|ident| ident.ends_with(':'))
@@ -395,6 +397,9 @@ pub struct AutoDecoder {
     factory: fn(Format) -> Option<Box<dyn Decoder>>,
     decoders: HashMap<Format, Box<dyn Decoder>>,
     locked: Option<Format>,
+    /// The format of the last JSON line of the file that told one: where a malformed
+    /// JSON line goes (its decoder rejects it with its own reason).
+    last_json: Option<Format>,
     doc: Option<HeldDocument>,
 }
 
@@ -405,6 +410,14 @@ struct HeldDocument {
     bytes: Vec<u8>,
     lines: u64,
     overflow: bool,
+    /// It opened with `{`: a JSON document, or a malformed first JSON line.
+    json: bool,
+}
+
+/// A line that is one whole JSON object starting at its first byte (a JSON line; a
+/// pretty-printed document's inner lines are indented or not whole).
+fn is_json_object_line(bytes: &[u8]) -> bool {
+    bytes.first() == Some(&b'{') && serde_json::from_slice::<IgnoredAny>(bytes).is_ok()
 }
 
 /// Whether a file's first line opens a document spread over lines.
@@ -430,6 +443,7 @@ impl AutoDecoder {
             factory,
             decoders: HashMap::new(),
             locked: None,
+            last_json: None,
             doc: None,
         }
     }
@@ -461,14 +475,55 @@ impl AutoDecoder {
         }
     }
 
+    /// Reads the held lines one by one, as the lines they are, taking back the counts
+    /// they were given while held.
+    fn release_held(&mut self, origin: &Origin<'_>, hints: &Hints, out: &mut Output) {
+        let Some(doc) = self.doc.take() else {
+            return;
+        };
+        out.counts.records -= doc.lines;
+        out.counts.skipped -= doc.lines;
+        let path = match origin {
+            Origin::File { path, .. } => *path,
+            Origin::Kafka { .. } => doc.path.as_str(),
+        };
+        let held = doc.bytes.strip_suffix(b"\n").unwrap_or(&doc.bytes);
+        for (i, line) in held.split(|&b| b == b'\n').enumerate() {
+            let origin = Origin::File {
+                path,
+                line: doc.line + i as u64,
+            };
+            let format = self.choose(line, &origin);
+            self.route(format, line, &origin, hints, out);
+        }
+    }
+
     fn choose(&mut self, bytes: &[u8], origin: &Origin<'_>) -> Format {
         if let Origin::Kafka { .. } = origin {
             return detect_record(bytes).unwrap_or(Format::ContainerLog);
         }
-        let told = detect_record_strict(bytes);
+        // A line that is not UTF-8 is told by what its readable part looks like (a
+        // kernel line with a broken byte goes to kmsg, which rejects it, rather than
+        // passing as container output).
+        let told = match std::str::from_utf8(bytes) {
+            Ok(_) => detect_record_strict(bytes),
+            Err(_) => detect_record_strict(String::from_utf8_lossy(bytes).as_bytes()),
+        };
         let json = bytes.iter().find(|c| !c.is_ascii_whitespace()) == Some(&b'{');
+        // Malformed JSON amid JSON lines (its keys tell nothing): to the format of the
+        // lines around it, whose decoder rejects it with its reason.
+        if json
+            && let Some(around) = self.last_json
+            && matches!(told, None | Some(Format::ContainerLog))
+            && serde_json::from_slice::<IgnoredAny>(bytes).is_err()
+        {
+            return around;
+        }
         match (told, self.locked) {
-            (Some(f), _) if json => f,
+            (Some(f), _) if json => {
+                self.last_json = Some(f);
+                f
+            }
             (Some(f), None) => {
                 self.locked = Some(f);
                 f
@@ -485,6 +540,13 @@ impl Decoder for AutoDecoder {
     }
 
     fn decode(&mut self, bytes: &[u8], origin: &Origin<'_>, hints: &Hints, out: &mut Output) {
+        if self.doc.as_ref().is_some_and(|d| d.json && !d.overflow) && is_json_object_line(bytes) {
+            // A complete object at the start of a line does not continue a document cut
+            // over lines: the held lines were JSON lines (the first malformed). Each is
+            // read as its own record, by the format this line tells, then this one.
+            self.last_json = detect_record_strict(bytes);
+            self.release_held(origin, hints, out);
+        }
         if let Some(doc) = self.doc.as_mut() {
             // Counted for now; `finish` takes these lines back and counts the document.
             out.begin_record();
@@ -507,12 +569,14 @@ impl Decoder for AutoDecoder {
             out.skip();
             let mut held = bytes.to_vec();
             held.push(b'\n');
+            let json = bytes.iter().find(|c| !c.is_ascii_whitespace()) == Some(&b'{');
             self.doc = Some(HeldDocument {
                 path: path.to_string(),
                 line: *line,
                 bytes: held,
                 lines: 1,
                 overflow: false,
+                json,
             });
             return;
         }
@@ -545,6 +609,7 @@ impl Decoder for AutoDecoder {
         }
         self.decoders.clear();
         self.locked = None;
+        self.last_json = None;
     }
 
     fn release_complete(&mut self, out: &mut Output) {

@@ -153,6 +153,30 @@ fn parse_version(s: &str) -> Option<u64> {
     }
 }
 
+/// Whether a path from the log stays inside the store: relative, and made of plain
+/// names only (no root, drive, `.` or `..`). A tampered entry naming `/etc/x` or
+/// `../other/x` would otherwise be read by SQL and later deleted by vacuum.
+pub fn is_inside_store(rel: &str) -> bool {
+    use std::path::Component;
+    !rel.is_empty()
+        && !rel.contains('\\')
+        && Path::new(rel)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
+}
+
+/// Refuses a log file (`log_path`) that names a path outside the store.
+fn check_inside(rel: &str, log_path: &Path, what: &'static str) -> Result<(), StoreError> {
+    if is_inside_store(rel) {
+        return Ok(());
+    }
+    Err(StoreError::Corrupt {
+        what,
+        path: log_path.to_path_buf(),
+        detail: format!("names the path '{rel}', which is not inside the store"),
+    })
+}
+
 fn read_json<T: for<'de> Deserialize<'de>>(
     path: &Path,
     what: &'static str,
@@ -175,9 +199,11 @@ impl State {
         // one is damage, and an older checkpoint plus the entries after it still work.
         let mut last_err = None;
         for (&v, path) in listing.checkpoints.iter().rev() {
-            match read_json::<Checkpoint>(path, "checkpoint") {
+            match read_json::<Checkpoint>(path, "checkpoint")
+                .and_then(|cp| State::from_checkpoint(cp, path))
+            {
                 Ok(cp) if cp.version == v => {
-                    state = State::from_checkpoint(cp);
+                    state = cp;
                     last_err = None;
                     break;
                 }
@@ -222,14 +248,21 @@ impl State {
         Ok(state)
     }
 
-    fn from_checkpoint(cp: Checkpoint) -> State {
+    fn from_checkpoint(cp: Checkpoint, path: &Path) -> Result<State, StoreError> {
         let mut segments: BTreeMap<Table, Vec<SegmentEntry>> = BTreeMap::new();
+        for s in &cp.segments {
+            check_inside(&s.path, path, "checkpoint")?;
+            check_inside(&s.keys_path, path, "checkpoint")?;
+        }
+        for t in &cp.tombstones {
+            check_inside(&t.path, path, "checkpoint")?;
+        }
         for s in cp.segments {
             if let Ok(t) = s.table.parse::<Table>() {
                 segments.entry(t).or_default().push(s);
             }
         }
-        State {
+        Ok(State {
             version: cp.version,
             segments,
             offsets: cp
@@ -239,11 +272,15 @@ impl State {
                 .collect(),
             tombstones: cp.tombstones,
             checkpoint_version: cp.version,
-        }
+        })
     }
 
     /// Applies one entry (`path` names it in errors).
     pub fn apply(&mut self, entry: &Entry, path: &Path) -> Result<(), StoreError> {
+        for s in &entry.add {
+            check_inside(&s.path, path, "log entry")?;
+            check_inside(&s.keys_path, path, "log entry")?;
+        }
         for rel in &entry.remove {
             let mut found = None;
             for (t, segs) in self.segments.iter_mut() {
@@ -352,5 +389,80 @@ impl State {
             out.insert(t.path.clone());
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn segment(path: &str, keys_path: &str) -> SegmentEntry {
+        SegmentEntry {
+            table: "events".into(),
+            path: path.into(),
+            keys_path: keys_path.into(),
+            partition: None,
+            rows: 1,
+            bytes: 1,
+            keys_bytes: 1,
+            min_time_ns: None,
+            max_time_ns: None,
+            key_min: 0,
+            key_max: 0,
+        }
+    }
+
+    #[test]
+    fn paths_must_stay_inside_the_store() {
+        for ok in ["events/date=2026-11-29/a.parquet", "a.keys"] {
+            assert!(is_inside_store(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "/etc/passwd",
+            "../other/events/a.parquet",
+            "events/../../x",
+            "./events/a.parquet",
+            "events\\..\\..\\x",
+        ] {
+            assert!(!is_inside_store(bad), "{bad}");
+        }
+    }
+
+    /// A tampered log entry (or checkpoint) naming a path outside the store is refused
+    /// as corrupt, naming the file, instead of being read and later vacuumed.
+    #[test]
+    fn a_tampered_entry_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let log_dir = dir.path().join(LOG_DIR);
+        fs::create_dir_all(&log_dir).unwrap();
+        let entry = Entry {
+            version: 1,
+            timestamp_ms: 0,
+            operation: "commit".into(),
+            add: vec![segment("../../etc/passwd", "events/a.keys")],
+            ..Entry::default()
+        };
+        fs::write(
+            log_dir.join(entry_name(1)),
+            serde_json::to_vec(&entry).unwrap(),
+        )
+        .unwrap();
+        let e = State::load(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("not inside the store"), "{e}");
+        let cp = Checkpoint {
+            version: 1,
+            segments: vec![segment("events/a.parquet", "/tmp/a.keys")],
+            ..Checkpoint::default()
+        };
+        // Only the checkpoint: no complete log from version 1 stands in for it.
+        fs::remove_file(log_dir.join(entry_name(1))).unwrap();
+        fs::write(
+            log_dir.join(checkpoint_name(1)),
+            serde_json::to_vec(&cp).unwrap(),
+        )
+        .unwrap();
+        let e = State::load(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("not inside the store"), "{e}");
     }
 }

@@ -7,7 +7,10 @@ use std::time::Instant;
 use arrow::array::RecordBatch;
 use whyslow_schemas::Table;
 
-use crate::decode::{Decoder, Format, Hints, MAX_RECORD_BYTES, Origin, Output};
+use crate::decode::{
+    Decoder, FLUSH_BYTES, Format, Hints, MAX_RECORD_BYTES, Origin, Output, decode_contained,
+    finish_contained,
+};
 
 /// One Kafka message, borrowed from the consumer.
 #[derive(Debug, Clone, Copy)]
@@ -129,13 +132,28 @@ impl MicroBatch {
             let (lo, hi) = self.arrivals.get_or_insert((t, t));
             (*lo, *hi) = ((*lo).min(t), (*hi).max(t));
         }
+        // The offset is recorded only once the message is decoded or dead-lettered: a
+        // flush (even one while a failure unwinds) never commits a message it lacks.
+        self.decode(m, &origin, format, &hints, payload);
         self.pending
             .insert((m.topic.to_string(), m.partition), m.offset + 1);
+        Accepted::Decoded
+    }
+
+    /// Decodes one message's payload into the batch: rows, a skip or a dead letter.
+    fn decode(
+        &mut self,
+        m: &Message<'_>,
+        origin: &Origin<'_>,
+        format: Format,
+        hints: &Hints,
+        payload: &[u8],
+    ) {
         if m.payload.is_none() {
             // A tombstone carries nothing to decode.
             self.out.begin_record();
             self.out.skip();
-            return Accepted::Decoded;
+            return;
         }
         if payload.len() > MAX_RECORD_BYTES {
             self.out.begin_record();
@@ -144,8 +162,8 @@ impl MicroBatch {
                 payload.len(),
                 MAX_RECORD_BYTES
             );
-            self.out.reject(&origin, format, &why, payload);
-            return Accepted::Decoded;
+            self.out.reject(origin, format, &why, payload);
+            return;
         }
         let decoder = match self.decoders.entry((m.topic.to_string(), format)) {
             std::collections::hash_map::Entry::Occupied(e) => Some(e.into_mut()),
@@ -154,14 +172,21 @@ impl MicroBatch {
             }
         };
         match decoder {
-            Some(d) => d.decode(payload, &origin, &hints, &mut self.out),
+            Some(d) => {
+                decode_contained(d.as_mut(), payload, origin, hints, &mut self.out);
+            }
             None => {
                 self.out.begin_record();
                 let why = format!("no decoder for format {format}");
-                self.out.reject(&origin, format, &why, payload);
+                self.out.reject(origin, format, &why, payload);
             }
         }
-        Accepted::Decoded
+    }
+
+    /// Whether the rows waiting carry so much text that they must be flushed now,
+    /// whatever the batch limits say ([`FLUSH_BYTES`]).
+    pub fn is_full(&self) -> bool {
+        self.out.pending_bytes() >= FLUSH_BYTES
     }
 
     /// Rows waiting in the builders.
@@ -197,9 +222,10 @@ impl MicroBatch {
     /// The stream ends (the worker stops): every decoder emits what it holds back, as at
     /// the end of a file; the rows go with the next `take`.
     pub fn finish_decoders(&mut self) {
-        for d in self.decoders.values_mut() {
+        for ((topic, _), d) in &mut self.decoders {
             // No decoder reads a stream's hints at its end: held records keep their own.
-            d.finish(&Hints::default(), &mut self.out);
+            let origin = stream_end(topic);
+            finish_contained(d.as_mut(), false, &origin, &Hints::default(), &mut self.out);
         }
     }
 
@@ -208,19 +234,11 @@ impl MicroBatch {
     /// ([`Decoder::release_complete`]): a crashed container's last traceback has no next
     /// line to end it.
     pub fn take(&mut self) -> Flushed {
-        for d in self.decoders.values_mut() {
-            d.release_complete(&mut self.out);
+        for ((topic, _), d) in &mut self.decoders {
+            let origin = stream_end(topic);
+            finish_contained(d.as_mut(), true, &origin, &Hints::default(), &mut self.out);
         }
-        let mut batches = Vec::new();
-        if !self.out.events.is_empty() {
-            batches.push((Table::Events, self.out.events.finish()));
-        }
-        if !self.out.metrics.is_empty() {
-            batches.push((Table::Metrics, self.out.metrics.finish()));
-        }
-        if !self.out.dead.is_empty() {
-            batches.push((Table::DeadLetters, self.out.dead.finish()));
-        }
+        let batches = self.out.take_batches();
         let counts = self.out.counts;
         self.out = Output::new((self.ingest_time_ns)());
         self.bytes = 0;
@@ -232,6 +250,16 @@ impl MicroBatch {
             records: counts.records,
             arrivals: self.arrivals.take(),
         }
+    }
+}
+
+/// Where a decoder's held records are named when it fails to emit them: its topic
+/// (the partition and offset are not known once records are held across messages).
+fn stream_end(topic: &str) -> Origin<'_> {
+    Origin::Kafka {
+        topic,
+        partition: -1,
+        offset: -1,
     }
 }
 
@@ -303,6 +331,71 @@ mod tests {
             add(&mut b, 5, "b-0-abcde", "KeyError: 'x'");
             assert_eq!(messages(&b.take()), ["KeyError: 'x'"], "{format}");
         }
+    }
+
+    /// Panics on every record (a decoder bug a producer can trigger at will).
+    struct Broken;
+
+    impl Decoder for Broken {
+        fn format(&self) -> Format {
+            Format::Kmsg
+        }
+
+        fn decode(&mut self, _: &[u8], _: &Origin<'_>, _: &Hints, out: &mut Output) {
+            out.begin_record();
+            panic!("slice index is not a char boundary");
+        }
+    }
+
+    /// A message whose decoding fails is dead-lettered whole in its batch and its offset
+    /// recorded with it: the stream goes on, and nothing is skipped on a restart.
+    #[test]
+    fn a_message_that_panics_its_decoder_is_dead_lettered_with_its_offset() {
+        let topics = HashMap::from([("logs".to_string(), Format::Kmsg)]);
+        let mut b = MicroBatch::new(
+            topics,
+            |f| match f {
+                Format::Kmsg => Some(Box::new(Broken)),
+                f => crate::run::decoder_for(f).ok(),
+            },
+            || 0,
+        );
+        for offset in [7, 8] {
+            let m = Message {
+                topic: "logs",
+                partition: 3,
+                offset,
+                payload: Some("Nov 29 10:15:0é host kernel: x".as_bytes()),
+                key: None,
+                timestamp_ms: None,
+                headers: &[],
+            };
+            assert_eq!(b.add(&m, None), Accepted::Decoded);
+        }
+        let f = b.take();
+        assert_eq!(f.offsets[&("logs".to_string(), 3)], 9);
+        assert_eq!((f.records, f.rejected), (2, 2));
+        let (_, dead) = f
+            .batches
+            .iter()
+            .find(|(t, _)| *t == Table::DeadLetters)
+            .unwrap();
+        let refs = dead
+            .column_by_name("source_ref")
+            .unwrap()
+            .as_string::<i32>();
+        assert_eq!(refs.value(0), "logs/3/7");
+        let error = dead.column_by_name("error").unwrap().as_string::<i32>();
+        assert!(
+            error.value(1).contains("kmsg decoder failed"),
+            "{}",
+            error.value(1)
+        );
+        let payload = dead.column_by_name("payload").unwrap().as_binary::<i32>();
+        assert_eq!(
+            payload.value(1),
+            "Nov 29 10:15:0é host kernel: x".as_bytes()
+        );
     }
 
     #[test]

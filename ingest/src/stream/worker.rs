@@ -369,7 +369,9 @@ pub async fn run(
                                 }
                             }
                         }
-                        p.batch.rows() >= opts.max_batch_rows || p.batch.bytes() >= opts.max_batch_bytes
+                        p.batch.rows() >= opts.max_batch_rows
+                            || p.batch.bytes() >= opts.max_batch_bytes
+                            || p.batch.is_full()
                     };
                     if flush_now && let Err(e) = flush_and_commit(&pipeline, &consumer) {
                         break Err(e);

@@ -185,6 +185,20 @@ fn seconds_at_end(l: &str) -> Option<&str> {
     head.rsplit(' ').next().filter(|n| n.parse::<f64>().is_ok())
 }
 
+/// How long a line says it took: the number in `… in 12.5s`, `in 12.5 s`, `in 12.5
+/// seconds`, `in 12.5 sec` (the last ` in ` of the line), as written.
+fn seconds_taken(l: &str) -> Option<&str> {
+    let (_, tail) = l.rsplit_once(" in ")?;
+    let tail = tail.trim_end().trim_end_matches(['.', ')']);
+    let end = tail
+        .bytes()
+        .position(|c| !(c.is_ascii_digit() || c == b'.'))
+        .unwrap_or(tail.len());
+    let (num, unit) = tail.split_at(end);
+    let ok = matches!(unit.trim_start(), "s" | "sec" | "secs" | "seconds");
+    (ok && num.parse::<f64>().is_ok()).then_some(num)
+}
+
 fn checkpoint(
     kind: &'static str,
     source: &'static str,
@@ -218,6 +232,36 @@ fn checkpoint_rules(l: &str, out: &mut Vec<Finding>) -> bool {
             Some(path),
             None,
         ));
+        return true;
+    }
+    // accelerate's FSDP saver: `Saving model to <file or dir>` as a save starts, `Model
+    // saved to …` as it ends (one save told twice is one save to the analyzers: they
+    // merge saves a moment apart). Not `Model weights saved in <file>`: `save_state` and
+    // the Trainer print it after `Saving current state to` / `Saving model checkpoint
+    // to`, read above, so it would only tell the same save again.
+    if let Some(path) = hf("Saving model to ").or_else(|| hf("Model saved to ")) {
+        let mut f = checkpoint("checkpoint_saved", source::HUGGINGFACE, Some(path), None);
+        if let (Finding::Event(e), Some(s)) = (&mut f, seconds_taken(l)) {
+            e.attrs.push(("seconds", s.to_string()));
+        }
+        out.push(f);
+        return true;
+    }
+    // `Checkpoint restored from <path> in 12.5s`: logged when the restore ends; the
+    // event keeps the log time and carries the duration (`seconds`) so that the
+    // restore's start can be dated. accelerate's `load_state` says `Loading states from
+    // <dir>` as it starts.
+    if let Some(path) = hf("Checkpoint restored from ").or_else(|| hf("Loading states from ")) {
+        let src = if l.contains("Loading states from ") {
+            source::HUGGINGFACE
+        } else {
+            source::APP
+        };
+        let mut f = checkpoint("checkpoint_restored", src, Some(path), None);
+        if let (Finding::Event(e), Some(s)) = (&mut f, seconds_taken(l)) {
+            e.attrs.push(("seconds", s.to_string()));
+        }
+        out.push(f);
         return true;
     }
     // MaxText (`saved a checkpoint at step 100`).
@@ -791,6 +835,68 @@ mod tests {
             (e.rank, attr(&e, "op_type")),
             (Some(1), Some("_ALLGATHER_BASE"))
         );
+    }
+
+    /// The lines accelerate prints (its FSDP saver, `save_state`, `load_state`) and the
+    /// restore line that states its own duration.
+    #[test]
+    fn accelerate_fsdp_saves_and_timed_restores() {
+        for (line, path, step) in [
+            (
+                "Saving model to /ckpt/checkpoint-1200/pytorch_model_fsdp.bin",
+                "/ckpt/checkpoint-1200/pytorch_model_fsdp.bin",
+                Some(1200),
+            ),
+            (
+                "Model saved to /ckpt/checkpoint-1200/pytorch_model_fsdp.bin",
+                "/ckpt/checkpoint-1200/pytorch_model_fsdp.bin",
+                Some(1200),
+            ),
+            (
+                "Saving model to out/step_300/pytorch_model_fsdp_0",
+                "out/step_300/pytorch_model_fsdp_0",
+                Some(300),
+            ),
+            ("Model saved to /ckpt/final", "/ckpt/final", None),
+        ] {
+            let e = event(line);
+            assert_eq!(
+                (e.kind, e.source, attr(&e, "path"), e.step),
+                ("checkpoint_saved", source::HUGGINGFACE, Some(path), step),
+                "{line}"
+            );
+            assert_eq!(attr(&e, "seconds"), None);
+        }
+        // The weights line that follows a save already read adds nothing.
+        assert!(
+            one("Model weights saved in out/checkpoints/checkpoint_3/pytorch_model.bin").is_empty()
+        );
+        let e = event("Checkpoint restored from /ckpt/checkpoint-1200 in 12.5s");
+        assert_eq!(
+            (e.kind, e.step, attr(&e, "path"), attr(&e, "seconds")),
+            (
+                "checkpoint_restored",
+                Some(1200),
+                Some("/ckpt/checkpoint-1200"),
+                Some("12.5")
+            )
+        );
+        assert_eq!(attr(&e, "step"), Some("1200"));
+        let e = event("Checkpoint restored from gs://b/run/checkpoints/400 in 3 seconds.");
+        assert_eq!((e.step, attr(&e, "seconds")), (Some(400), Some("3")));
+        let e = event("Checkpoint restored from /ckpt/latest");
+        assert_eq!(
+            (e.kind, e.step, attr(&e, "seconds")),
+            ("checkpoint_restored", None, None)
+        );
+        let e = event("Loading states from /out/checkpoints/checkpoint_7");
+        assert_eq!(
+            (e.kind, e.source, e.step),
+            ("checkpoint_restored", source::HUGGINGFACE, Some(7))
+        );
+        // `in` followed by anything but a duration adds no `seconds`.
+        let e = event("Checkpoint restored from /ckpt/x in bucket b");
+        assert_eq!(attr(&e, "seconds"), None);
     }
 
     #[test]

@@ -205,8 +205,79 @@ pub fn unreadable_text(text: &str) -> Option<&'static str> {
     None
 }
 
+/// The deepest nesting of flow collections (`[`, `{`) a YAML document may have: the
+/// YAML deserializer's own recursion limit (128), checked before parsing, because the
+/// parser's cost grows with the square of the depth (64K nested `[` took seconds).
+pub const MAX_YAML_DEPTH: usize = 128;
+
+/// The deepest flow nesting of a YAML text, counted in one pass: `[`/`{` open and
+/// `]`/`}` close outside quoted scalars and comments. A bracket inside a plain scalar
+/// (`message: a [b`) counts too, so the count is an upper bound; stops counting past
+/// `limit`.
+fn flow_depth(doc: &str, limit: usize) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let mut quote: Option<u8> = None;
+    let mut prev = b'\n';
+    let mut bytes = doc.bytes();
+    while let Some(c) = bytes.next() {
+        match quote {
+            Some(q) => {
+                if c == q {
+                    quote = None;
+                } else if q == b'"' && c == b'\\' {
+                    bytes.next();
+                }
+            }
+            None => match c {
+                b'"' | b'\'' if !prev.is_ascii_alphanumeric() => quote = Some(c),
+                b'#' if prev.is_ascii_whitespace() => {
+                    // A comment runs to the end of its line.
+                    for c in bytes.by_ref() {
+                        if c == b'\n' {
+                            break;
+                        }
+                    }
+                }
+                b'[' | b'{' => {
+                    depth += 1;
+                    deepest = deepest.max(depth);
+                    if deepest > limit {
+                        return deepest;
+                    }
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
+        }
+        prev = c;
+    }
+    deepest
+}
+
+/// The most block sequences one line opens at once (`- - - x`, compact nesting that
+/// costs the parser as much as flow nesting).
+fn compact_depth(doc: &str) -> usize {
+    doc.lines()
+        .map(|l| {
+            let mut t = l.trim_start();
+            let mut n = 0;
+            while let Some(rest) = t.strip_prefix("- ").or_else(|| t.strip_prefix("-\t")) {
+                n += 1;
+                t = rest.trim_start();
+            }
+            n
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// A YAML document as JSON bytes, so that one reader serves both.
 pub fn yaml_to_json(doc: &str) -> Result<Vec<u8>, K8sError> {
+    if flow_depth(doc, MAX_YAML_DEPTH) > MAX_YAML_DEPTH || compact_depth(doc) > MAX_YAML_DEPTH {
+        return Err(K8sError::Yaml(format!(
+            "collections nested deeper than {MAX_YAML_DEPTH} levels"
+        )));
+    }
     let mut values = Vec::new();
     for d in serde_norway::Deserializer::from_str(doc) {
         let v = serde_json::Value::deserialize(d).map_err(|e| K8sError::Yaml(e.to_string()))?;
@@ -277,6 +348,29 @@ mod tests {
                 .starts_with(b"{")
         );
         assert!(yaml_to_json("just words").is_err());
+    }
+
+    /// 64K nested `[` used to take seconds (200K never ended) in the YAML parser: refused
+    /// by the depth pre-scan at once; nesting within the limit still parses.
+    #[test]
+    fn deep_yaml_nesting_fails_fast() {
+        let started = std::time::Instant::now();
+        for deep in [
+            format!("kind: Pod\nx: {}", "[".repeat(64 * 1024)),
+            format!("kind: Pod\nx: {}", "{a: ".repeat(200_000)),
+            format!("kind: Pod\nx:\n  {}y", "- ".repeat(64 * 1024)),
+        ] {
+            let e = yaml_to_json(&deep).unwrap_err().to_string();
+            assert!(e.contains("nested deeper than 128"), "{e}");
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        let ok = format!(
+            "kind: Pod\nx: {}1{}\nm: 'a [ b' # [ [\nn: \"[[\"",
+            "[".repeat(100),
+            "]".repeat(100)
+        );
+        assert!(yaml_to_json(&ok).unwrap().starts_with(b"{"));
+        assert_eq!(flow_depth(&ok, 1000), 100);
     }
 
     #[test]
