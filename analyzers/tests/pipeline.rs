@@ -316,7 +316,9 @@ async fn xid_79_is_the_verdict_over_the_restore_it_caused() {
     );
     let ids: Vec<&str> = f.causes.iter().map(|c| c.cause.id()).collect();
     assert!(ids.contains(&"infrastructure.node_failure"), "{ids:?}");
-    assert!(ids.contains(&"framework.checkpoint_restore"), "{ids:?}");
+    // The restore (300 s against 10 s saves) is the workload's first: restores are judged
+    // against earlier restores, never saves, so it is no evidence of its own.
+    assert!(!ids.contains(&"framework.checkpoint_restore"), "{ids:?}");
     let kinds: Vec<&str> = f.causes[0].chain.iter().map(|l| l.kind.as_str()).collect();
     assert_eq!(kinds.first(), Some(&"xid"));
     assert_eq!(kinds.last(), Some(&"checkpoint_restored"));

@@ -108,9 +108,60 @@ pub fn detect_regressions(
             s.observed = Some(win_s / win_n as f64);
             s.lost_seconds = (win_s - base * win_n as f64).max(0.0);
         }
+        // The buckets place the change to a bucket; the steps place it to a step.
+        let min_rel = cfg.regression_min_rel;
+        if let Some(t) = refine(pairs, &seconds, s.start_ns, bucket, true, min_rel) {
+            s.start_ns = t;
+        }
+        if !s.ongoing
+            && let Some(t) = refine(pairs, &seconds, s.end_ns, bucket, false, min_rel)
+            && t > s.start_ns
+        {
+            s.end_ns = t;
+        }
         out.push(s);
     }
     out
+}
+
+/// Where, within a bucket either side of `around`, the per-step pace changes most — for
+/// the worse (`worse_after`, an onset) or for the better (an end): the end time of the
+/// last interval before the change, if the change is at least `min_rel` of the pace on
+/// the normal side.
+fn refine(
+    pairs: &[PacePair],
+    seconds: &[f64],
+    around: i64,
+    bucket: i64,
+    worse_after: bool,
+    min_rel: f64,
+) -> Option<i64> {
+    let idx: Vec<usize> = (0..pairs.len())
+        .filter(|&i| pairs[i].time_ns > around - bucket && pairs[i].time_ns <= around + bucket)
+        .collect();
+    if idx.len() < 4 {
+        return None;
+    }
+    let per: Vec<f64> = idx
+        .iter()
+        .map(|&i| seconds[i] / pairs[i].steps.max(1) as f64)
+        .collect();
+    let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len() as f64;
+    let mut best: Option<(usize, f64)> = None;
+    for k in 2..=per.len() - 2 {
+        let (a, b) = (mean(&per[..k]), mean(&per[k..]));
+        let d = if worse_after { b - a } else { a - b };
+        if d > 0.0 && best.is_none_or(|(_, bd)| d > bd) {
+            best = Some((k, d));
+        }
+    }
+    let (k, d) = best?;
+    let normal = if worse_after {
+        mean(&per[..k])
+    } else {
+        mean(&per[k..])
+    };
+    (d >= min_rel * normal).then(|| pairs[idx[k - 1]].time_ns)
 }
 
 /// The pairs' wall seconds with each save's time taken out of the interval it fell in and
@@ -158,4 +209,35 @@ pub struct PacePair {
     pub run_id: Option<String>,
     /// Whether the pace came from SDK step metrics (else from a trainer's logged progress).
     pub sdk: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i64 = 1_000_000_000;
+
+    #[test]
+    fn the_onset_is_placed_at_the_step_not_the_bucket_edge() {
+        // 2 s per step until t = 1000 s, then 3 s per step.
+        let mut pairs = Vec::new();
+        let mut t = 0;
+        while t < 2000 {
+            let dt = if t < 1000 { 2 } else { 3 };
+            pairs.push(PacePair {
+                start_ns: t * S,
+                time_ns: (t + dt) * S,
+                seconds: dt as f64,
+                steps: 1,
+                run_id: None,
+                sdk: true,
+            });
+            t += dt;
+        }
+        let seconds: Vec<f64> = pairs.iter().map(|p| p.seconds).collect();
+        let at = refine(&pairs, &seconds, 1200 * S, 300 * S, true, 0.1).unwrap();
+        assert_eq!(at, 1000 * S);
+        // No change near there: the edge stays where the buckets put it.
+        assert_eq!(refine(&pairs, &seconds, 500 * S, 300 * S, true, 0.1), None);
+    }
 }
