@@ -75,6 +75,28 @@ pub fn settle_kinds(mut findings: Vec<Finding>) -> Vec<Finding> {
             if verdict(&findings[i]) == Some(Cause::StragglerRank) {
                 dropped.insert(j);
             } else {
+                // The job's pace is the slowdown; the straggler's own attribution looked
+                // at the rank's GPU and node, where a rank-local cause sits: it names the
+                // cause of the pace regression too, unless it found nothing.
+                if verdict(&findings[i]).is_some_and(|c| c != Cause::Unknown)
+                    && verdict(&findings[j]) != verdict(&findings[i])
+                {
+                    let lost = findings[j].symptom.lost_seconds;
+                    let mut causes = findings[i].causes.clone();
+                    for (k, c) in causes.iter_mut().enumerate() {
+                        c.explained_seconds = if k == 0 { lost } else { 0.0 };
+                    }
+                    let mut marks = findings[i].marks.clone();
+                    marks.extend(findings[j].marks.iter().cloned());
+                    marks.sort_by(|x, y| (x.time_ns, &x.event_id).cmp(&(y.time_ns, &y.event_id)));
+                    marks.dedup_by(|x, y| x.event_id == y.event_id);
+                    let (nodes, pods) = (findings[i].nodes.clone(), findings[i].pods.clone());
+                    let r = &mut findings[j];
+                    r.causes = causes;
+                    r.marks = marks;
+                    r.nodes = nodes;
+                    r.pods = pods;
+                }
                 dropped.insert(i);
             }
         }
@@ -89,7 +111,9 @@ pub fn settle_kinds(mut findings: Vec<Finding>) -> Vec<Finding> {
             let (a, b) = (&findings[i].symptom, &findings[j].symptom);
             let stop = matches!(a.kind, SymptomKind::Stall | SymptomKind::Restart);
             let same = a.key.namespace == b.key.namespace && a.key.workload == b.key.workload;
-            let follows = b.start_ns >= a.start_ns && b.start_ns <= a.end_ns + 600_000_000_000;
+            // (The pace onset is placed to a step: it may fall a moment before the stop.)
+            let follows = b.start_ns >= a.start_ns - 60_000_000_000
+                && b.start_ns <= a.end_ns + 600_000_000_000;
             if !(stop
                 && b.kind == SymptomKind::Regression
                 && same
