@@ -143,6 +143,15 @@ fn main() {
                 let _ = std::fs::write(base.with_extension("report.json"), json);
                 let _ = std::fs::copy(input.join("truth.json"), base.with_extension("truth.json"));
             }
+            eprintln!(
+                "{tag}: {} incidents, {} detected, {} top-1; {} slowdowns, {} on clean workloads, {} unmatched",
+                s.outcomes.len(),
+                s.outcomes.iter().filter(|o| o.detected).count(),
+                s.outcomes.iter().filter(|o| o.top1).count(),
+                report.slowdowns.len(),
+                s.false_positives.len(),
+                s.unmatched.len()
+            );
             outcomes.extend(s.outcomes.into_iter().map(|o| (cov.clone(), o)));
         }
     }
