@@ -56,6 +56,9 @@ pub struct Score {
     pub outcomes: Vec<Outcome>,
     /// Slowdowns reported on clean workloads: (workload, kind, start).
     pub false_positives: Vec<String>,
+    /// Other slowdowns that match no incident of the truth (a workload the truth does not
+    /// name, or an incident's workload at another time).
+    pub unmatched: Vec<String>,
 }
 
 fn secs(t: &str) -> i64 {
@@ -95,6 +98,27 @@ pub fn score(report: &Report, truth: &Truth) -> Score {
                 verdict: s.causes.first().map(|c| c.cause.clone()),
             },
         });
+    }
+    let overlaps = |s: &crate::report::Slowdown, inc: &TruthIncident| {
+        s.namespace.as_deref() == Some(inc.namespace.as_str())
+            && s.workload.as_deref() == Some(inc.workload.as_str())
+            && secs(&s.start) <= secs(&inc.end) + 60
+            && secs(&inc.start) <= secs(&s.end) + 60
+    };
+    for s in &report.slowdowns {
+        let clean = truth.clean_workloads.iter().any(|c| {
+            s.namespace.as_deref() == Some(c.namespace.as_str())
+                && s.workload.as_deref() == Some(c.workload.as_str())
+        });
+        if !clean && !truth.incidents.iter().any(|i| overlaps(s, i)) {
+            out.unmatched.push(format!(
+                "{} of {}/{} at {}",
+                s.kind,
+                s.namespace.as_deref().unwrap_or("-"),
+                s.workload.as_deref().unwrap_or("-"),
+                s.start
+            ));
+        }
     }
     for c in &truth.clean_workloads {
         for s in report.slowdowns.iter().filter(|s| {
