@@ -3,7 +3,8 @@
 -- until) rows; the analyzer derives each symptom's nodes, GPUs and pods from them. A pod
 -- whose scheduling is not in the data (it started before the window, or the scheduler's
 -- events were not shipped) is placed by the other records that name its node: the
--- inventory's Pod (`pod_placed`) and the kubelet's events for it, from the first of them.
+-- inventory's Pod (`pod_placed`) and the kubelet's events for it, from the first of them,
+-- or the GPU samples that name it.
 SELECT namespace, workload, pod, node, CAST(NULL AS VARCHAR) AS device, since,
   coalesce(until, $to) AS until
 FROM pod_placements
@@ -23,4 +24,24 @@ WHERE p.pod IS NULL AND e.workload IS NOT NULL AND e.pod IS NOT NULL AND e.node 
                  'image_pulling', 'pod_running')
   AND e.time <= $to
 GROUP BY e.namespace, e.workload, e.pod, e.node
+UNION ALL
+-- GPU samples that name a pod but not its workload (dcgm-exporter's pod mapping, the pod
+-- never scheduled inside the data): the workload whose name the pod's name extends
+-- (`<job>-<index>-<id>`, `<deployment>-<hash>-<id>`), the longest such name.
+SELECT namespace, workload, pod, node, device, since, until
+FROM (
+  SELECT g.namespace, w.workload, g.pod, g.node, g.device, g.since, g.until,
+    row_number() OVER (PARTITION BY g.namespace, g.pod, g.node, g.device
+                       ORDER BY length(w.workload) DESC, w.workload) AS rn
+  FROM (
+    SELECT namespace, pod, node, device, min(time) AS since, max(time) AS until
+    FROM metrics
+    WHERE pod IS NOT NULL AND workload IS NULL AND node IS NOT NULL
+      AND time >= $from AND time <= $to
+    GROUP BY namespace, pod, node, device
+  ) g
+  JOIN (SELECT DISTINCT namespace, workload FROM events WHERE workload IS NOT NULL) w
+    ON (g.namespace IS NOT DISTINCT FROM w.namespace) AND starts_with(g.pod, concat(w.workload, '-'))
+) named
+WHERE rn = 1
 ORDER BY namespace, workload, node, device, pod, since;
