@@ -14,7 +14,7 @@ use whyslow_schemas::tables::timestamp_type;
 use whyslow_schemas::{Cause, Layer};
 
 use crate::columns::Columns;
-use crate::sql::{self, CAUSE_RULES, SYMPTOM_EVENTS};
+use crate::sql::{self, CAUSE_RULES, SYMPTOM_VIEWS};
 use crate::{AnalyzeError, Result};
 
 /// How close a cause's evidence is to the symptom, most specific first.
@@ -114,8 +114,8 @@ fn arrow_err(what: &'static str) -> impl Fn(arrow::error::ArrowError) -> Analyze
     move |source| AnalyzeError::Arrow { what, source }
 }
 
-/// Registers (or replaces) the `symptoms` and `symptom_scope` tables and the
-/// `symptom_events` view the rules read.
+/// Registers (or replaces) the `symptoms` and `symptom_scope` tables and the views the
+/// rules read (`symptom_events`, `symptom_throttle_shares`, `symptom_level_rates`).
 pub async fn register(
     ctx: &SessionContext,
     symptoms: &[SymptomRow],
@@ -199,7 +199,10 @@ pub async fn register(
         .collect();
     let batch = RecordBatch::try_new(schema.clone(), cols).map_err(arrow_err("symptom_scope"))?;
     replace_table(ctx, "symptom_scope", schema, batch)?;
-    sql::execute(ctx, SYMPTOM_EVENTS).await
+    for &view in SYMPTOM_VIEWS {
+        sql::execute(ctx, view).await?;
+    }
+    Ok(())
 }
 
 fn replace_table(

@@ -22,11 +22,13 @@ macro_rules! sql {
 /// State views, in dependency order (`CREATE OR REPLACE VIEW`).
 pub const STATE_VIEWS: &[SqlFile] = &[
     sql!("state/pod_placements.sql"),
+    sql!("state/pod_workloads.sql"),
     sql!("state/workload_devices.sql"),
     sql!("state/workload_admissions.sql"),
     sql!("state/node_health.sql"),
     sql!("state/run_progress.sql"),
     sql!("state/checkpoint_restores.sql"),
+    sql!("state/checkpoint_ops.sql"),
 ];
 
 /// Symptom inputs; each takes `$from` and `$to`.
@@ -42,8 +44,13 @@ pub mod symptoms {
     pub const SAVE_CADENCE: SqlFile = sql!("symptoms/save_cadence.sql");
 }
 
-/// The view every cause rule reads: events in each symptom's scope.
-pub const SYMPTOM_EVENTS: SqlFile = sql!("causes/symptom_events.sql");
+/// The views the cause rules read, in dependency order: events in each symptom's scope,
+/// the throttle shares of its GPUs and the level signals' rates of its workload.
+pub const SYMPTOM_VIEWS: &[SqlFile] = &[
+    sql!("causes/symptom_events.sql"),
+    sql!("causes/throttle_shares.sql"),
+    sql!("causes/level_rates.sql"),
+];
 
 /// The events cited as evidence (reads the registered `cited` table).
 pub const EVIDENCE: SqlFile = sql!("causes/evidence.sql");

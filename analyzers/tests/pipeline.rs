@@ -323,3 +323,103 @@ async fn xid_79_is_the_verdict_over_the_restore_it_caused() {
     assert_eq!(kinds.first(), Some(&"xid"));
     assert_eq!(kinds.last(), Some(&"checkpoint_restored"));
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn one_checkpoint_told_by_many_sources_is_one_operation() {
+    use arrow::array::{Array, Int64Array};
+    let mut log = Log::default();
+    let job = At::workload("ml", "ft");
+    let f = Layer::Framework;
+    // A restore told by the trainer's log line at its start and by two ranks' SDK events at
+    // its end with their durations; a second restore much later, told once.
+    log.event(
+        100.0,
+        f,
+        "checkpoint_restored",
+        &job,
+        None,
+        Some("Loading states from ckpt-800"),
+        &[("step", "800")],
+    );
+    log.event(
+        122.0,
+        f,
+        "checkpoint_restored",
+        &job,
+        None,
+        None,
+        &[("step", "800"), ("seconds", "22")],
+    );
+    log.event(
+        123.0,
+        f,
+        "checkpoint_restored",
+        &job,
+        None,
+        None,
+        &[("step", "800"), ("seconds", "21.5")],
+    );
+    log.event(
+        3000.0,
+        f,
+        "checkpoint_restored",
+        &job,
+        None,
+        None,
+        &[("step", "1600"), ("seconds", "23")],
+    );
+    // Two saves 30 s apart are two saves.
+    log.event(
+        500.0,
+        f,
+        "checkpoint_saved",
+        &job,
+        None,
+        None,
+        &[("step", "900"), ("seconds", "14")],
+    );
+    log.event(
+        530.0,
+        f,
+        "checkpoint_saved",
+        &job,
+        None,
+        None,
+        &[("step", "910"), ("seconds", "14")],
+    );
+    let ctx = log.session();
+    whyslow_analyzers::state::register(&ctx).await.unwrap();
+    let rows = |q: &'static str| {
+        let ctx = &ctx;
+        async move {
+            let batches = ctx.sql(q).await.unwrap().collect().await.unwrap();
+            let mut out = Vec::new();
+            for b in &batches {
+                let a = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+                let n = b.column(1).as_any().downcast_ref::<Int64Array>().unwrap();
+                for i in 0..b.num_rows() {
+                    out.push((a.value(i), n.value(i)));
+                }
+            }
+            out
+        }
+    };
+    // Restores: the first told three times (longest 22 s), the second once.
+    assert_eq!(
+        rows(
+            "SELECT CAST(op_seconds * 10 AS BIGINT), CAST(count(*) AS BIGINT) FROM checkpoint_ops \
+             WHERE kind = 'checkpoint_restored' GROUP BY op, op_seconds ORDER BY op"
+        )
+        .await,
+        vec![(220, 3), (230, 1)]
+    );
+    // Saves: two operations of one report each.
+    assert_eq!(
+        rows(
+            "SELECT CAST(op AS BIGINT) AS o, CAST(count(*) AS BIGINT) AS n FROM checkpoint_ops \
+             WHERE kind = 'checkpoint_saved' GROUP BY op ORDER BY o"
+        )
+        .await,
+        vec![(1, 1), (2, 1)]
+    );
+}

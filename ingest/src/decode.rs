@@ -331,23 +331,15 @@ pub fn decode_contained(
     hints: &Hints,
     out: &mut Output,
 ) -> bool {
-    let mark = out.mark();
-    let r = catch_unwind(AssertUnwindSafe(|| {
-        decoder.decode(bytes, origin, hints, out)
-    }));
-    let Err(p) = r else {
-        return false;
-    };
-    out.rollback(&mark);
     let format = decoder.format();
-    let why = format!(
-        "{origin}: the {format} decoder failed on this record ({}); kept here whole",
-        panic_text(p.as_ref())
-    );
-    tracing::error!("{why}.");
-    out.begin_record();
-    out.reject(origin, format, &why, bytes);
-    true
+    let failed = contained(out, |out| decoder.decode(bytes, origin, hints, out));
+    failed.is_some_and(|panic| {
+        let why = format!(
+            "{origin}: the {format} decoder failed on this record ({panic}); kept here whole"
+        );
+        dead_letter_failure(out, origin, format, &why, bytes);
+        true
+    })
 }
 
 /// Ends an input with `decoder` ([`Decoder::finish`], or [`Decoder::release_complete`]
@@ -362,27 +354,44 @@ pub fn finish_contained(
     hints: &Hints,
     out: &mut Output,
 ) -> bool {
-    let mark = out.mark();
-    let r = catch_unwind(AssertUnwindSafe(|| {
+    let format = decoder.format();
+    let failed = contained(out, |out| {
         if release {
             decoder.release_complete(out);
         } else {
             decoder.finish(hints, out);
         }
-    }));
-    let Err(p) = r else {
-        return false;
-    };
+    });
+    failed.is_some_and(|panic| {
+        let why = format!(
+            "{origin}: the {format} decoder failed emitting the records it held ({panic}); they are lost"
+        );
+        dead_letter_failure(out, origin, format, &why, b"");
+        true
+    })
+}
+
+/// Runs `f` on `out`; should it panic, rolls `out` back to where it was and returns the
+/// panic's text.
+fn contained(out: &mut Output, f: impl FnOnce(&mut Output)) -> Option<String> {
+    let mark = out.mark();
+    let r = catch_unwind(AssertUnwindSafe(|| f(out)));
+    let p = r.err()?;
     out.rollback(&mark);
-    let format = decoder.format();
-    let why = format!(
-        "{origin}: the {format} decoder failed emitting the records it held ({}); they are lost",
-        panic_text(p.as_ref())
-    );
+    Some(panic_text(p.as_ref()))
+}
+
+/// Logs a contained decoder failure and dead-letters `payload` with it.
+fn dead_letter_failure(
+    out: &mut Output,
+    origin: &Origin<'_>,
+    format: Format,
+    why: &str,
+    payload: &[u8],
+) {
     tracing::error!("{why}.");
     out.begin_record();
-    out.reject(origin, format, &why, b"");
-    true
+    out.reject(origin, format, why, payload);
 }
 
 /// One real upstream format.

@@ -15,7 +15,6 @@ use crate::symptoms::gpu_straggler::GpuSeries;
 use crate::symptoms::pending::Lifecycle;
 use crate::symptoms::run::{Marks, RunSeries};
 use crate::symptoms::save_cadence::Save;
-use crate::symptoms::stats::median;
 use crate::symptoms::{Pauses, Point, WorkloadKey, WorkloadName};
 
 pub type Params = [(&'static str, datafusion::scalar::ScalarValue); 2];
@@ -157,12 +156,6 @@ pub async fn read_pauses(
         let mut evals = Vec::new();
         let mut eval_from: Option<i64> = None;
         let mut m = Marks::default();
-        let saves: Vec<f64> = evs
-            .iter()
-            .filter(|e| e.1 == "checkpoint_saved")
-            .filter_map(|e| e.2)
-            .collect();
-        m.normal_save = median(&saves);
         for (t, k, s) in &evs {
             match k.as_str() {
                 "run_started" => m.run_starts.push(*t),
@@ -179,11 +172,6 @@ pub async fn read_pauses(
                     }
                 }
                 "checkpoint_saved" => {
-                    // One save is often told twice (the trainer's log line, the SDK
-                    // event): one cycle boundary per two minutes at most.
-                    if m.saves.last().is_none_or(|l| t - l > 120_000_000_000) {
-                        m.saves.push(*t);
-                    }
                     if let Some(s) = s {
                         m.save_secs.push((*t, *s));
                         intervals.push((t - (*s * 1e9) as i64, *t));

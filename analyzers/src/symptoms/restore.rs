@@ -1,6 +1,6 @@
 //! A run that started late because its checkpoint restore was abnormally slow against the
-//! workload's own earlier restores (never against its saves), and the rule that one
-//! checkpoint operation told by several ranks and sources counts once.
+//! workload's own earlier restores (never against its saves). Each restore comes once,
+//! however many ranks and sources told it (`state/checkpoint_ops.sql`).
 
 use super::run::{Marks, RunSeries};
 use super::stats::median;
@@ -30,7 +30,7 @@ pub fn startup_stall(
     let Some(&start) = marks.run_starts.iter().filter(|&&t| t <= first).max() else {
         return Vec::new();
     };
-    let restores = distinct_checkpoints(&marks.restores);
+    let restores = &marks.restores;
     let slow = restores
         .iter()
         .filter(|(t, _)| *t >= start && *t <= first)
@@ -68,20 +68,6 @@ pub fn startup_stall(
     }]
 }
 
-/// One checkpoint operation told several times (every rank, the trainer's log and the
-/// SDK) counts once: reports within ten minutes of the first are the same operation,
-/// which took the longest time any of them tells. Input and output sorted by time.
-pub fn distinct_checkpoints(ops: &[(i64, f64)]) -> Vec<(i64, f64)> {
-    let mut out: Vec<(i64, f64)> = Vec::new();
-    for &(t, seconds) in ops {
-        match out.last_mut() {
-            Some(last) if t - last.0 < 600_000_000_000 => last.1 = last.1.max(seconds),
-            _ => out.push((t, seconds)),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,20 +92,6 @@ mod tests {
     }
 
     #[test]
-    fn one_checkpoint_told_many_times_counts_once() {
-        let ops = [
-            (100 * S, 22.0),
-            (101 * S, 21.0),
-            (150 * S, 23.0),
-            (2000 * S, 20.0),
-        ];
-        assert_eq!(
-            distinct_checkpoints(&ops),
-            vec![(100 * S, 23.0), (2000 * S, 20.0)]
-        );
-    }
-
-    #[test]
     fn a_slow_restore_is_judged_against_earlier_restores_only() {
         let key = WorkloadKey::default();
         let cfg = DetectorConfig::default();
@@ -127,17 +99,12 @@ mod tests {
         let mut marks = Marks {
             run_starts: vec![5000 * S],
             restores: vec![(5880 * S, 880.0)],
-            normal_save: Some(14.0),
+            save_secs: vec![(1000 * S, 14.0), (2000 * S, 14.0), (3000 * S, 14.0)],
             ..Marks::default()
         };
         assert!(startup_stall(&key, &run_from(5900), &marks, &cfg).is_empty());
-        // Earlier restores of the same workload took ~22 s (each told by two sources).
-        marks.restores = vec![
-            (1000 * S, 22.0),
-            (1001 * S, 21.5),
-            (3000 * S, 23.0),
-            (5880 * S, 880.0),
-        ];
+        // Earlier restores of the same workload took ~22 s.
+        marks.restores = vec![(1001 * S, 22.0), (3000 * S, 23.0), (5880 * S, 880.0)];
         let found = startup_stall(&key, &run_from(5900), &marks, &cfg);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!((found[0].start_ns, found[0].end_ns), (5000 * S, 5900 * S));

@@ -25,13 +25,10 @@ pub struct Marks {
     /// Evals alone: not part of the pace.
     pub evals: Pauses,
     pub run_starts: Vec<i64>,
-    /// (time, seconds) of restores that say how long they took.
+    /// (end, seconds) of each restore that says how long it took, once however many
+    /// ranks and sources told it (`checkpoint_ops`), in order.
     pub restores: Vec<(i64, f64)>,
-    /// The median seconds of a save.
-    pub normal_save: Option<f64>,
-    /// When each save ended, in order.
-    pub saves: Vec<i64>,
-    /// (end, seconds) of the saves that say how long they took, in order.
+    /// (end, seconds) of each save that says how long it took, once, in order.
     pub save_secs: Vec<(i64, f64)>,
 }
 

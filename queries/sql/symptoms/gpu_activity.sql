@@ -1,6 +1,6 @@
 -- Per workload and GPU, in one-minute buckets inside the window: the mean SM activity
 -- (DCGM_FI_PROF_SM_ACTIVE) and tensor pipe activity (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE),
--- the workload named on the sample, else the one its pod was placed for. The input of
+-- the workload named on the sample, else its pod's (`pod_workloads`). The input of
 -- the straggler detector for jobs without per-rank step data.
 SELECT coalesce(m.namespace, p.namespace) AS namespace,
   coalesce(m.workload, p.workload) AS workload,
@@ -8,7 +8,7 @@ SELECT coalesce(m.namespace, p.namespace) AS namespace,
   date_bin(INTERVAL '1 minute', m.time) AS bucket,
   avg(m.value) AS value
 FROM metrics m
-LEFT JOIN (SELECT DISTINCT namespace, pod, workload FROM pod_placements) p
+LEFT JOIN pod_workloads p
   ON m.pod = p.pod AND (m.namespace IS NOT DISTINCT FROM p.namespace)
 WHERE m.metric IN ('sm_active', 'tensor_active')
   AND m.time >= $from AND m.time <= $to

@@ -1,12 +1,19 @@
 -- What the framework announces, per workload and run: evals (eval_started ..
 -- eval_finished, or a trainer's logged eval metrics whose `eval_runtime` says how long the
--- eval that just ended took), checkpoint saves and restores with their duration, and run
--- starts, inside the window plus an hour before it (for the workload's normal save time).
+-- eval that just ended took), run starts, and each checkpoint save and restore once (as
+-- `checkpoint_ops` groups their reports) at its end with its duration; inside the window
+-- plus an hour before it.
 SELECT namespace, workload, run_id, kind, time,
   TRY_CAST(attrs['seconds'] AS DOUBLE) AS seconds
 FROM events
-WHERE kind IN ('eval_started', 'eval_finished', 'checkpoint_saved', 'checkpoint_restored', 'run_started')
+WHERE kind IN ('eval_started', 'eval_finished', 'run_started')
   AND time >= $from - INTERVAL '1 hour' AND time <= $to
+UNION ALL
+SELECT namespace, workload, min(run_id) AS run_id, kind, max(time) AS time,
+  max(op_seconds) AS seconds
+FROM checkpoint_ops
+WHERE time >= $from - INTERVAL '1 hour' AND time <= $to
+GROUP BY namespace, workload, kind, op
 UNION ALL
 SELECT namespace, workload, run_id, 'eval_started' AS kind,
   arrow_cast(to_timestamp_nanos(CAST(time AS BIGINT) - CAST(value * 1e9 AS BIGINT)),

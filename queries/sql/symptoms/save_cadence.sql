@@ -1,28 +1,13 @@
 -- Checkpoint saves per workload with the save interval its run configured: each save once
--- (the reports of several ranks and sources that began within 10 seconds of each other
--- are one save), when it began, its step and how long it took, and the `save_steps`
--- (or `save_interval`, `checkpoint_interval`, `ckpt_interval`, `checkpointing.interval`)
--- of the latest run_started of the workload before it. The input of the cadence check.
+-- (`checkpoint_ops`), when it began, its step and how long it took, and the `save_steps`
+-- (or `save_interval`, `checkpoint_interval`, `ckpt_interval`, `checkpointing.interval`,
+-- `save_interval_steps`) of the latest run_started of the workload before it. The input
+-- of the cadence check.
 WITH saves AS (
-  SELECT namespace, workload, event_id, time,
-    TRY_CAST(attrs['step'] AS BIGINT) AS step,
-    TRY_CAST(attrs['seconds'] AS DOUBLE) AS seconds,
-    CAST(time AS BIGINT) - CAST(coalesce(TRY_CAST(attrs['seconds'] AS DOUBLE), 0.0) * 1e9 AS BIGINT)
-      AS began_ns
-  FROM events
-  WHERE kind = 'checkpoint_saved' AND workload IS NOT NULL
-    AND time >= $from AND time <= $to
-),
-numbered AS (
-  SELECT *, sum(CASE WHEN prev IS NULL OR began_ns - prev > 10000000000 THEN 1 ELSE 0 END)
-      OVER (PARTITION BY namespace, workload ORDER BY began_ns, event_id) AS save_no
-  FROM (SELECT *, lag(began_ns) OVER (PARTITION BY namespace, workload ORDER BY began_ns, event_id)
-          AS prev FROM saves) x
-),
-distinct_saves AS (
-  SELECT namespace, workload, save_no, min(began_ns) AS began_ns, max(step) AS step,
-    max(seconds) AS seconds
-  FROM numbered GROUP BY namespace, workload, save_no
+  SELECT DISTINCT namespace, workload, op, op_began_ns AS began_ns, op_step AS step,
+    op_seconds AS seconds
+  FROM checkpoint_ops
+  WHERE kind = 'checkpoint_saved' AND time >= $from AND time <= $to
 ),
 configs AS (
   SELECT namespace, workload, time,
@@ -35,12 +20,12 @@ configs AS (
       attrs['ckpt_interval'], attrs['checkpointing.interval'], attrs['save_interval_steps']) IS NOT NULL
 ),
 joined AS (
-  SELECT d.namespace, d.workload, d.began_ns, d.step, d.seconds, c.save_steps,
-    row_number() OVER (PARTITION BY d.namespace, d.workload, d.save_no
+  SELECT s.namespace, s.workload, s.began_ns, s.step, s.seconds, c.save_steps,
+    row_number() OVER (PARTITION BY s.namespace, s.workload, s.op
                        ORDER BY c.time DESC NULLS LAST) AS rn
-  FROM distinct_saves d
-  LEFT JOIN configs c ON c.workload = d.workload AND (c.namespace IS NOT DISTINCT FROM d.namespace)
-    AND CAST(c.time AS BIGINT) <= d.began_ns
+  FROM saves s
+  LEFT JOIN configs c ON c.workload = s.workload AND (c.namespace IS NOT DISTINCT FROM s.namespace)
+    AND CAST(c.time AS BIGINT) <= s.began_ns
 )
 SELECT namespace, workload, began_ns, step, seconds, save_steps
 FROM joined

@@ -1,10 +1,10 @@
 -- Accelerator utilization (DCGM gpu_util, TPU duty_cycle) per workload inside the
--- window: the workload named on the sample, else the one its pod was placed for.
+-- window: the workload named on the sample, else its pod's (`pod_workloads`).
 SELECT coalesce(m.namespace, p.namespace) AS namespace,
   coalesce(m.workload, p.workload) AS workload,
   m.metric, m.time, m.node, m.device, m.value
 FROM metrics m
-LEFT JOIN (SELECT DISTINCT namespace, pod, workload FROM pod_placements) p
+LEFT JOIN pod_workloads p
   ON m.pod = p.pod AND (m.namespace IS NOT DISTINCT FROM p.namespace)
 WHERE m.metric IN ('gpu_util', 'duty_cycle')
   AND m.time >= $from AND m.time <= $to

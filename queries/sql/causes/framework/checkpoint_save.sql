@@ -2,58 +2,37 @@
 -- storage signal) but more frequent inside the symptom than the workload's cadence before
 -- it (a cadence needs two saves before the onset), so step gaps align with saves; or
 -- saves more frequent than the run's configured `save_steps` (the cadence symptom).
--- One save counts once however many ranks and sources report it: reports that began
--- within 10 seconds of each other (a trainer's "Saving model checkpoint to …" line at its
--- start, the SDK's checkpoint_saved with its seconds at its end) are one save.
+-- One save counts once however many ranks and sources report it (`checkpoint_ops`).
 WITH normal AS (
-  SELECT namespace, workload, median(TRY_CAST(attrs['seconds'] AS DOUBLE)) AS seconds
-  FROM events WHERE kind = 'checkpoint_saved' GROUP BY namespace, workload
-),
-inside_reports AS (
-  SELECT e.slowdown_id, e.onset, e.symptom_end, e.time, e.event_id, e.workload, e.namespace,
-    TRY_CAST(e.attrs['seconds'] AS DOUBLE) AS seconds,
-    CASE WHEN lag(e.time) OVER (PARTITION BY e.slowdown_id ORDER BY e.time, e.event_id) IS NULL
-           OR e.time - lag(e.time) OVER (PARTITION BY e.slowdown_id ORDER BY e.time, e.event_id)
-              > INTERVAL '10 seconds'
-      THEN 1 ELSE 0 END AS new_save
-  FROM symptom_events e
-  WHERE e.scope = 'workload' AND e.kind = 'checkpoint_saved' AND e.time >= e.onset
+  SELECT namespace, workload, median(op_seconds) AS seconds
+  FROM (SELECT DISTINCT namespace, workload, op, op_seconds FROM checkpoint_ops
+        WHERE kind = 'checkpoint_saved') x
+  GROUP BY namespace, workload
 ),
 inside AS (
-  SELECT r.slowdown_id, min(r.onset) AS onset, min(r.symptom_end) AS symptom_end,
-    sum(r.new_save) AS n, min(r.time) AS time, array_agg(r.event_id ORDER BY r.time, r.event_id) AS evidence,
-    max(r.seconds) AS longest, min(nm.seconds) AS normal_seconds
-  FROM inside_reports r
-  LEFT JOIN normal nm ON nm.workload = r.workload AND (nm.namespace IS NOT DISTINCT FROM r.namespace)
-  GROUP BY r.slowdown_id
-),
-before_reports AS (
-  SELECT s.slowdown_id, e.began,
-    CASE WHEN lag(e.began) OVER (PARTITION BY s.slowdown_id ORDER BY e.began, e.event_id) IS NULL
-           OR CAST(e.began AS BIGINT)
-              - CAST(lag(e.began) OVER (PARTITION BY s.slowdown_id ORDER BY e.began, e.event_id) AS BIGINT)
-              > 10000000000
-      THEN 1 ELSE 0 END AS new_save
-  FROM symptoms s
-  JOIN (SELECT namespace, workload, event_id,
-          to_timestamp_nanos(CAST(time AS BIGINT)
-            - CAST(coalesce(TRY_CAST(attrs['seconds'] AS DOUBLE), 0.0) * 1e9 AS BIGINT)) AS began,
-          time
-        FROM events WHERE kind = 'checkpoint_saved') e
-    ON e.workload = s.workload AND (e.namespace IS NOT DISTINCT FROM s.namespace)
-    AND e.time < s.start AND e.time >= s.start - INTERVAL '6 hours'
+  SELECT e.slowdown_id, min(e.onset) AS onset, min(e.symptom_end) AS symptom_end,
+    count(DISTINCT c.op) AS n, min(e.time) AS time,
+    array_agg(e.event_id ORDER BY e.time, e.event_id) AS evidence,
+    max(c.op_seconds) AS longest, min(nm.seconds) AS normal_seconds
+  FROM symptom_events e
+  JOIN checkpoint_ops c ON c.event_id = e.event_id
+  LEFT JOIN normal nm ON nm.workload = e.workload AND (nm.namespace IS NOT DISTINCT FROM e.namespace)
+  WHERE e.scope = 'workload' AND e.kind = 'checkpoint_saved' AND e.time >= e.onset
+  GROUP BY e.slowdown_id
 ),
 before AS (
-  SELECT s.slowdown_id, coalesce(sum(b.new_save), 0) AS n, min(b.began) AS first_t, max(b.began) AS last_t
-  FROM symptoms s LEFT JOIN before_reports b ON b.slowdown_id = s.slowdown_id
+  SELECT s.slowdown_id, count(DISTINCT c.op) AS n,
+    min(c.op_began_ns) AS first_ns, max(c.op_began_ns) AS last_ns
+  FROM symptoms s
+  JOIN checkpoint_ops c ON c.kind = 'checkpoint_saved' AND c.workload = s.workload
+    AND (c.namespace IS NOT DISTINCT FROM s.namespace)
+    AND c.time < s.start AND c.time >= s.start - INTERVAL '6 hours'
   GROUP BY s.slowdown_id
 ),
 cadence AS (
   SELECT i.*, b.n AS n_before,
     (extract(epoch FROM i.symptom_end) - extract(epoch FROM i.onset)) / i.n AS every_inside,
-    CASE WHEN b.n >= 2
-      THEN (extract(epoch FROM b.last_t) - extract(epoch FROM b.first_t)) / (b.n - 1) END
-      AS every_before
+    CASE WHEN b.n >= 2 THEN (b.last_ns - b.first_ns) / 1e9 / (b.n - 1) END AS every_before
   FROM inside i JOIN before b ON b.slowdown_id = i.slowdown_id
 )
 SELECT slowdown_id, 'framework.checkpoint_save' AS cause, 'workload' AS scope,

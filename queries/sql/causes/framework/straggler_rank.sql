@@ -33,7 +33,7 @@ activity AS (
   FROM symptoms s
   JOIN metrics m ON m.metric = 'sm_active'
     AND m.time >= s.start - INTERVAL '1 hour' AND m.time <= s."end"
-  LEFT JOIN (SELECT DISTINCT namespace, pod, workload FROM pod_placements) p
+  LEFT JOIN pod_workloads p
     ON m.pod = p.pod AND (m.namespace IS NOT DISTINCT FROM p.namespace)
   WHERE s.kind IN ('regression', 'throughput_drop')
     AND coalesce(m.workload, p.workload) = s.workload

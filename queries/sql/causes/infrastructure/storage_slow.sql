@@ -1,36 +1,29 @@
 -- infrastructure.storage_slow: checkpoint storage slow or failing: the workload's saves
 -- take more than 3x what its own earlier saves took (restores: its earlier restores; never
--- saves against restores), or storage errors appear in its scope. One checkpoint counts
--- once however many ranks and sources report it (per kind and step, or minute without a
--- step, within ten minutes: the longest time told); a first restore with no history is
--- not evidence.
-WITH ckpt AS (
-  SELECT namespace, workload, kind,
-    coalesce(attrs['step'], CAST(date_trunc('minute', time) AS VARCHAR)) AS ckpt,
-    date_bin(INTERVAL '10 minutes', time) AS bin,
-    min(time) AS time, max(TRY_CAST(attrs['seconds'] AS DOUBLE)) AS seconds
-  FROM events
-  WHERE kind IN ('checkpoint_saved', 'checkpoint_restored')
-    AND TRY_CAST(attrs['seconds'] AS DOUBLE) IS NOT NULL
-  GROUP BY namespace, workload, kind, 4, 5
+-- saves against restores), or storage errors appear in its scope. One save or restore
+-- counts once however many ranks and sources report it (`checkpoint_ops`); a first
+-- restore with no history is not evidence.
+WITH ops AS (
+  SELECT DISTINCT namespace, workload, kind, op, op_began_ns AS began_ns, op_seconds AS seconds
+  FROM checkpoint_ops
+  WHERE op_seconds IS NOT NULL
 ),
 judged AS (
-  SELECT c.namespace, c.workload, c.kind, c.ckpt, c.bin, c.time, c.seconds,
-    median(h.seconds) AS normal
-  FROM ckpt c
-  JOIN ckpt h ON h.workload = c.workload AND (h.namespace IS NOT DISTINCT FROM c.namespace)
-    AND h.kind = c.kind AND h.time < c.time - INTERVAL '1 minute'
-  GROUP BY c.namespace, c.workload, c.kind, c.ckpt, c.bin, c.time, c.seconds
+  SELECT o.namespace, o.workload, o.kind, o.op, o.seconds, median(h.seconds) AS normal
+  FROM ops o
+  JOIN ops h ON h.workload = o.workload AND (h.namespace IS NOT DISTINCT FROM o.namespace)
+    AND h.kind = o.kind AND h.began_ns < o.began_ns - 60000000000
+  GROUP BY o.namespace, o.workload, o.kind, o.op, o.seconds
 ),
 slow AS (
   SELECT e.slowdown_id, e.scope, e.node, e.time, e.event_id,
     concat(replace(e.kind, '_', ' '), ' took ', CAST(j.seconds AS VARCHAR), ' s against a normal ',
       CAST(round(j.normal, 1) AS VARCHAR), ' s') AS what,
-    j.kind || '/' || j.ckpt AS checkpoint
+    concat(j.kind, '/', CAST(j.op AS VARCHAR)) AS checkpoint
   FROM symptom_events e
-  JOIN judged j ON j.workload = e.workload AND (j.namespace IS NOT DISTINCT FROM e.namespace)
-    AND j.kind = e.kind AND e.logged_time >= j.time AND e.logged_time < j.time + INTERVAL '10 minutes'
-    AND coalesce(e.attrs['step'], CAST(date_trunc('minute', e.logged_time) AS VARCHAR)) = j.ckpt
+  JOIN checkpoint_ops c ON c.event_id = e.event_id
+  JOIN judged j ON j.workload = c.workload AND (j.namespace IS NOT DISTINCT FROM c.namespace)
+    AND j.kind = c.kind AND j.op = c.op
   WHERE e.scope = 'workload' AND e.kind IN ('checkpoint_saved', 'checkpoint_restored')
     AND j.seconds > 3 * j.normal AND j.seconds > j.normal + 10
   UNION ALL

@@ -2,11 +2,10 @@
 -- clock-throttle reasons with the SW (0x20) or HW (0x40) thermal bit, or a throttle event
 -- that says thermal (the k8s/prometheus decoders' `throttle` class; an HW slowdown alone
 -- counts as thermal: the hardware does not say which).
--- Strength: how much more of the symptom's time the GPU spent with that bit set than it
--- did before the onset (its own level in the hour before, up to 10 minutes before the
--- onset a pace regression may be found late by), from its DCGM samples:
--- a brief or usual thermal bit under load is weak evidence, a sustained new one strong.
--- Without samples (the kernel log or an event alone) the evidence stands as it is.
+-- Strength: how much more of the symptom's time the GPU spent with a thermal bit set than
+-- before the onset (`symptom_throttle_shares`, from its DCGM samples; for an event that
+-- names no GPU, the most risen GPU of its node). Without samples (the kernel log or an
+-- event alone) the evidence stands as it is.
 WITH cand AS (
 SELECT slowdown_id, 'infrastructure.thermal_throttle' AS cause, min(scope) AS scope, node,
   device, min(time) AS time, array_agg(event_id ORDER BY time, event_id) AS evidence,
@@ -29,21 +28,15 @@ WHERE (bits IS NOT NULL AND (bits & 96) <> 0)
 GROUP BY slowdown_id, node, device
 ),
 shares AS (
-  SELECT c.slowdown_id, c.node, c.device,
-    avg(CASE WHEN m.time >= s.start AND m.time <= s."end"
-      THEN CASE WHEN (CAST(m.value AS BIGINT) & 104) <> 0 THEN 1.0 ELSE 0.0 END END) AS during,
-    avg(CASE WHEN m.time < s.start - INTERVAL '10 minutes'
-      THEN CASE WHEN (CAST(m.value AS BIGINT) & 104) <> 0 THEN 1.0 ELSE 0.0 END END) AS before
+  SELECT c.slowdown_id, c.node, c.device, max(sh.thermal_rise) AS rise
   FROM cand c
-  JOIN symptoms s ON s.slowdown_id = c.slowdown_id
-  JOIN metrics m ON m.metric = 'clock_throttle_reasons' AND m.node = c.node
-    AND (c.device IS NULL OR m.device = c.device)
-    AND m.time >= s.start - INTERVAL '1 hour' AND m.time <= s."end"
+  JOIN symptom_throttle_shares sh ON sh.slowdown_id = c.slowdown_id AND sh.node = c.node
+    AND (c.device IS NULL OR sh.device = c.device)
   GROUP BY c.slowdown_id, c.node, c.device
 )
 SELECT c.slowdown_id, c.cause, c.scope, c.node, c.device, c.time, c.evidence, c.summary,
-  CASE WHEN sh.during IS NULL THEN 1.0
-    ELSE least(1.0, greatest(0.0, (sh.during - coalesce(sh.before, 0.0)) / 0.5)) END AS strength
+  CASE WHEN sh.rise IS NULL THEN 1.0
+    ELSE least(1.0, greatest(0.0, sh.rise / 0.5)) END AS strength
 FROM cand c
 LEFT JOIN shares sh ON sh.slowdown_id = c.slowdown_id AND sh.node = c.node
   AND (sh.device IS NOT DISTINCT FROM c.device);
