@@ -274,7 +274,11 @@ pub async fn run(
         .set("heartbeat.interval.ms", "1000")
         .set("max.poll.interval.ms", "300000")
         .set("reconnect.backoff.ms", "100")
-        .set("reconnect.backoff.max.ms", "5000");
+        .set("reconnect.backoff.max.ms", "5000")
+        // A subscribed topic missing from the metadata at join time (created later, or
+        // its metadata timed out under load) is assigned at the next refresh: librdkafka's
+        // default of 5 minutes left whole topics unread that long.
+        .set("topic.metadata.refresh.interval.ms", "10000");
     for (k, v) in &opts.kafka_config {
         config.set(k, v);
     }
