@@ -48,9 +48,6 @@ pub async fn run_report(req: &ReportRequest) -> Result<()> {
         });
     }
     let (r, a) = analyze_store(&req.store, &req.selection).await?;
-    if req.persist {
-        crate::output::persist(&req.store, &a)?;
-    }
     let text = report::render(&r, &a, req.format)?;
     match &req.output {
         Some(path) => std::fs::write(path, text)?,
@@ -58,6 +55,17 @@ pub async fn run_report(req: &ReportRequest) -> Result<()> {
             let mut out = std::io::stdout().lock();
             out.write_all(text.as_bytes())?;
             out.flush()?;
+        }
+    }
+    if req.persist {
+        // A read-only store (a snapshot, a shared mount) still gets its report; only the
+        // copy of the verdicts in its `slowdowns`/`causes` tables is not refreshed.
+        match crate::output::persist(&req.store, &a) {
+            Err(AnalyzeError::ReadOnlyStore { path, detail }) => eprintln!(
+                "whyslow report: the store {path} is read-only, so its slowdowns and causes \
+                 tables were not updated ({detail})."
+            ),
+            other => other?,
         }
     }
     Ok(())

@@ -29,6 +29,10 @@ pub enum AnalyzeError {
     /// The store could not be read or written.
     #[error("store {path}: {detail}")]
     Store { path: String, detail: String },
+    /// The store cannot be written (read-only filesystem, no permission): what was read
+    /// from it stands, only saving into it failed.
+    #[error("store {path} is read-only: {detail}")]
+    ReadOnlyStore { path: String, detail: String },
     /// Writing the report failed.
     #[error("writing the report failed: {0}")]
     Io(#[from] std::io::Error),

@@ -112,9 +112,13 @@ pub fn causes_batch(a: &Analysis) -> Result<RecordBatch> {
 
 /// Replaces the store's `slowdowns` and `causes` with this analysis's rows.
 pub fn persist(store_root: &Path, a: &Analysis) -> Result<()> {
-    let err = |e: whyslow_ingest::store::StoreError| AnalyzeError::Store {
-        path: store_root.display().to_string(),
-        detail: e.to_string(),
+    let err = |e: whyslow_ingest::store::StoreError| {
+        let (path, detail) = (store_root.display().to_string(), e.to_string());
+        if e.is_read_only() {
+            AnalyzeError::ReadOnlyStore { path, detail }
+        } else {
+            AnalyzeError::Store { path, detail }
+        }
     };
     let mut w =
         StoreWriter::open_waiting(store_root, std::time::Duration::from_secs(120)).map_err(err)?;

@@ -98,6 +98,13 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Whether the store cannot be written at all (a read-only filesystem or no write
+    /// permission), as opposed to a failure of one write.
+    pub fn is_read_only(&self) -> bool {
+        matches!(self, StoreError::Io { source, .. }
+            if matches!(source.kind(), std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem))
+    }
+
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         StoreError::Io {
             op,
