@@ -6,12 +6,16 @@
 //! already holds, so re-running the same ingest after a crash completes it without
 //! duplicates; committing within large inputs keeps the progress made before the crash.
 //!
+//! The store's writer lock is held for each commit only ([`TurnTakingSink`]), so other
+//! writers of the same store take turns with a long ingest.
+//!
 //! An input that cannot be opened or read is reported in the summary's `failures` (one
 //! sentence naming it) and the run goes on with the others; rows decoded from it before
 //! the error are kept. A store failure ends the run.
 
 mod pipeline;
 mod summary;
+mod turns;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -38,6 +42,7 @@ use crate::store::{CommitStats, StoreError, StoreWriter};
 
 pub use pipeline::PipelinedSink;
 pub use summary::{FormatSummary, IngestSummary, TableRows};
+pub use turns::TurnTakingSink;
 
 /// What `whyslow ingest` was asked to do.
 #[derive(Debug, Clone)]
@@ -138,13 +143,14 @@ impl RowSink for StoreWriter {
 /// Ingests `opts.paths` into the store at `opts.store`.
 pub fn ingest(opts: &IngestOptions) -> Result<IngestSummary, IngestError> {
     decoder_for(opts.format)?;
-    // A stream worker or its live analyzer may hold the lock for a commit: take turns.
-    let writer = StoreWriter::open_waiting(&opts.store, std::time::Duration::from_secs(120))?;
+    // Stream workers, their live analyzers, `replay` and other ingests may share the
+    // store: the lock is taken for each commit only.
+    let sink = TurnTakingSink::open(&opts.store)?;
     if opts.pipeline {
-        ingest_into(opts, &mut PipelinedSink::spawn(writer))
+        ingest_into(opts, &mut PipelinedSink::spawn(sink))
     } else {
-        let mut writer = writer;
-        ingest_into(opts, &mut writer)
+        let mut sink = sink;
+        ingest_into(opts, &mut sink)
     }
 }
 

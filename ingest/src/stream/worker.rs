@@ -408,10 +408,23 @@ pub async fn run(
     Ok(summary)
 }
 
-/// Opens the store's writer, waiting while another worker (or the live analyzers) holds
-/// it for a commit.
+/// Opens the store's writer, waiting while another writer (a worker, the live analyzers,
+/// `ingest`, `replay`) holds it for a commit. A worker never gives up on a held lock:
+/// the lock is released when its holder commits or dies, and every other writer holds it
+/// for one commit only, so a long wait means a slow commit, said on stderr every minute.
 fn open_writer_taking_turns(root: &Path) -> Result<StoreWriter, StoreError> {
-    StoreWriter::open_waiting(root, Duration::from_secs(120))
+    let started = Instant::now();
+    loop {
+        match StoreWriter::open_waiting(root, Duration::from_secs(60)) {
+            Err(StoreError::Locked { path }) => eprintln!(
+                "whyslow stream: the store {} has been locked by another writer for {} s; \
+                 still waiting for it.",
+                path.display(),
+                started.elapsed().as_secs()
+            ),
+            other => return other,
+        }
+    }
 }
 
 /// Records that the broker failed; the first failure of an outage is said on stderr.
