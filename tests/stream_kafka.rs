@@ -1,5 +1,6 @@
 //! `whyslow stream` against a real broker (tansu): exactly-once into the store across
-//! crashes, rebalances, poison messages and broker restarts.
+//! crashes (a traceback open at the crash included), rebalances, poison messages and
+//! broker restarts.
 
 mod support;
 
@@ -342,4 +343,79 @@ fn broker_restart_during_consumption_loses_nothing() {
     );
     stop_gracefully(worker);
     assert_exactly(store.path(), &[("r-", 0..20_000), ("s-", 0..10_000)]);
+}
+
+/// Produces CRI lines of `pod`'s trainer container, one message each, to partition 0.
+fn produce_log_lines(broker: &Broker, topic: &str, pod: &str, lines: &[&str]) {
+    use rdkafka::message::{Header, OwnedHeaders};
+    let p = producer(broker);
+    let path = format!("/var/log/pods/ml_{pod}_1234/trainer/0.log");
+    for line in lines {
+        let payload = format!("2026-11-29T10:00:00.000000000Z stderr F {line}");
+        let headers = OwnedHeaders::new().insert(Header {
+            key: "path",
+            value: Some(path.as_bytes()),
+        });
+        p.send(
+            BaseRecord::<str, str>::to(topic)
+                .partition(0)
+                .payload(&payload)
+                .headers(headers),
+        )
+        .expect("queue has room for a few lines");
+    }
+    p.flush(Duration::from_secs(30)).expect("delivered");
+}
+
+/// The store's recorded next offset of `topic`/0, once it has one.
+fn wait_offset(store: &Path, topic: &str, within: Duration) -> i64 {
+    let deadline = Instant::now() + within;
+    loop {
+        let offset = Store::open(store)
+            .ok()
+            .and_then(|s| s.kafka_offsets().get(&(topic.to_string(), 0)).copied());
+        if let Some(o) = offset {
+            return o;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no offset of {topic}/0 in the store within {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+// Found by the hostile-input review: the offsets of a traceback's first lines were
+// committed while the decoder still held them, so a SIGKILL lost the traceback.
+#[test]
+fn a_traceback_open_at_a_sigkill_is_read_whole_after_the_restart() {
+    let broker = Broker::start();
+    broker.create_topic("tbkill", 1);
+    let head = "Traceback (most recent call last):";
+    let frame = "  File \"train.py\", line 10, in <module>";
+    produce_log_lines(&broker, "tbkill", "a-0-abcde", &[head, frame]);
+    let busy: Vec<String> = (0..50).map(|i| format!("epoch 1 batch {i}")).collect();
+    let busy: Vec<&str> = busy.iter().map(String::as_str).collect();
+    produce_log_lines(&broker, "tbkill", "b-0-abcde", &busy);
+    let store = tempfile::tempdir().unwrap();
+    let worker = start_worker(store.path(), &broker, "gtb-1", "tbkill=container-log");
+    // The worker committed what it read; the offset stays where the open traceback began.
+    assert_eq!(
+        wait_offset(store.path(), "tbkill", Duration::from_secs(120)),
+        0
+    );
+    kill_hard(worker);
+    produce_log_lines(&broker, "tbkill", "a-0-abcde", &["KeyError: 'x'"]);
+    let worker = start_worker(store.path(), &broker, "gtb-2", "tbkill=container-log");
+    wait_rows(store.path(), Table::Events, 1, Duration::from_secs(120));
+    stop_gracefully(worker);
+    assert_eq!(
+        column(store.path(), Table::Events, "message"),
+        ["KeyError: 'x'"],
+        "the traceback, once"
+    );
+    assert_eq!(
+        Store::open(store.path()).unwrap().kafka_offsets()[&("tbkill".to_string(), 0)],
+        53
+    );
 }

@@ -419,6 +419,14 @@ pub trait Decoder: Send {
     /// exception line), so they do not wait for a next line that may never come; keep
     /// everything else. Default: nothing held.
     fn release_complete(&mut self, _out: &mut Output) {}
+
+    /// The Kafka offset of the earliest message whose content this decoder still holds
+    /// without having emitted it (an open traceback, a CRI partial line): a stream worker
+    /// records no offset past it, so a crash makes the message come again instead of
+    /// losing what it began. `None`: nothing held, or nothing that came from Kafka.
+    fn held_from(&self) -> Option<i64> {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -617,6 +617,10 @@ impl Decoder for AutoDecoder {
             d.release_complete(out);
         }
     }
+
+    fn held_from(&self) -> Option<i64> {
+        self.decoders.values().filter_map(|d| d.held_from()).min()
+    }
 }
 
 /// The format of one record when its content alone says so (no fallback to

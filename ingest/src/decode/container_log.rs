@@ -211,6 +211,8 @@ struct OpenTraceback {
     rank: Option<i32>,
     /// The cluster its lines came with (emitted later, maybe without a line's hints).
     cluster: Option<String>,
+    /// The Kafka offset of the message its first line came in.
+    first_offset: Option<i64>,
 }
 
 /// State kept per stream (input, pod, container, stdout/stderr, rank prefix).
@@ -229,8 +231,11 @@ const MAX_REMEMBERED: usize = 65_536;
 #[derive(Default)]
 pub struct ContainerLogDecoder {
     streams: HashMap<String, StreamState>,
-    /// CRI `P` (partial) pieces waiting for their `F` line, with the first piece's time.
-    partials: HashMap<String, (Nanos, String)>,
+    /// CRI `P` (partial) pieces waiting for their `F` line, with the first piece's time
+    /// and the Kafka offset of the message it came in.
+    partials: HashMap<String, (Nanos, String, Option<i64>)>,
+    /// The Kafka offset of the message being decoded (`None` for a file).
+    offset: Option<i64>,
     /// The last dated line's time, per input and pod.
     last_time: HashMap<String, Nanos>,
     /// Collective timeouts already reported (pod, rank, sequence number, op): PyTorch
@@ -424,7 +429,7 @@ impl ContainerLogDecoder {
                     let piece = self
                         .partials
                         .entry(key)
-                        .or_insert_with(|| (st.ns, String::new()));
+                        .or_insert_with(|| (st.ns, String::new(), self.offset));
                     if piece.1.len() + content.len() <= MAX_RECORD_BYTES {
                         piece.1.push_str(content);
                     }
@@ -433,7 +438,7 @@ impl ContainerLogDecoder {
                 own_time = Some(st.ns);
                 who.stream = Some(Cow::Borrowed(stream));
                 line = match self.partials.remove(&key) {
-                    Some((first, mut joined)) => {
+                    Some((first, mut joined, _)) => {
                         own_time = Some(first);
                         joined.push_str(content);
                         Cow::Owned(joined)
@@ -553,6 +558,7 @@ impl ContainerLogDecoder {
                 who: who.to_owned_static(),
                 rank: line_rank,
                 cluster: hints.cluster.clone(),
+                first_offset: self.offset,
             };
             self.streams.entry(stream_key).or_default().traceback = Some(open);
             return wrote;
@@ -818,6 +824,10 @@ impl Decoder for ContainerLogDecoder {
             );
             return;
         }
+        self.offset = match origin {
+            Origin::Kafka { offset, .. } => Some(*offset),
+            _ => None,
+        };
         let mut wrote = false;
         for l in lines {
             wrote |= self.line(l, hints, out);
@@ -835,6 +845,15 @@ impl Decoder for ContainerLogDecoder {
         out.counts.events += n;
         self.bound_stream_memory();
     }
+
+    fn held_from(&self) -> Option<i64> {
+        let tracebacks = self
+            .streams
+            .values()
+            .filter_map(|s| s.traceback.as_ref()?.first_offset);
+        let partials = self.partials.values().filter_map(|p| p.2);
+        tracebacks.chain(partials).min()
+    }
 }
 
 #[cfg(test)]
@@ -849,7 +868,7 @@ mod tests {
             d.timeouts_seen
                 .insert((format!("pod-{i}"), None, "1".into(), "ALLREDUCE".into()));
         }
-        d.partials.insert("p".into(), (1, "piece".into()));
+        d.partials.insert("p".into(), (1, "piece".into(), None));
         let mut out = Output::new(0);
         d.release_complete(&mut out);
         assert!(d.last_time.is_empty() && d.timeouts_seen.is_empty());

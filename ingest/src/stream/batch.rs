@@ -1,5 +1,13 @@
 //! A micro-batch: messages decoded into Arrow builders, with the offsets they came from,
 //! until it is flushed to the store.
+//!
+//! Offsets: a flush records, per partition, the offset after its last message, unless a
+//! decoder of that partition still holds part of a record (an open traceback, a CRI
+//! partial line): then the offset of the message that record began in
+//! ([`Decoder::held_from`]), so a crash redelivers the record's lines instead of losing
+//! them (the rows of the messages decoded twice are duplicates the store drops). Decoders
+//! are kept per partition, so a rebalance hands a partition's records over with it. A
+//! record held more than [`MAX_HELD_BEHIND`] messages back is emitted as it is.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
@@ -39,20 +47,31 @@ pub enum Accepted {
 pub struct MicroBatch {
     ingest_time_ns: fn() -> i64,
     out: Output,
-    decoders: HashMap<(String, Format), Box<dyn Decoder>>,
+    /// Per topic, partition and format: a partition's multi-line records are its own.
+    decoders: HashMap<(String, i32, Format), Box<dyn Decoder>>,
     topic_formats: HashMap<String, Format>,
     make_decoder: fn(Format) -> Option<Box<dyn Decoder>>,
     /// Next offset to read per (topic, partition) for the messages in this batch.
     pending: BTreeMap<(String, i32), i64>,
+    /// Partitions whose last recorded offset stayed at a held record, with the offset
+    /// past their last message: recorded once the record is emitted, new messages or not.
+    held_back: BTreeMap<(String, i32), i64>,
     bytes: usize,
     started: Option<Instant>,
     /// Kafka timestamps (ms) of the oldest and newest message since the last flush.
     arrivals: Option<(i64, i64)>,
 }
 
+/// How many messages a partition's recorded offset may stay behind its last message for
+/// a record a decoder still holds; past that the record is emitted as it is (as at the
+/// end of a file), so an unfinished traceback cannot hold a partition back for ever.
+pub const MAX_HELD_BEHIND: i64 = 10_000;
+
 /// The flushed contents of a micro-batch.
 pub struct Flushed {
     pub batches: Vec<(Table, RecordBatch)>,
+    /// The next offset to record per partition: past every message the batch holds,
+    /// or at the first message of a record a decoder still holds.
     pub offsets: BTreeMap<(String, i32), i64>,
     pub rejected: u64,
     pub records: u64,
@@ -76,6 +95,7 @@ impl MicroBatch {
             topic_formats,
             make_decoder,
             pending: BTreeMap::new(),
+            held_back: BTreeMap::new(),
             bytes: 0,
             started: None,
             arrivals: None,
@@ -165,7 +185,10 @@ impl MicroBatch {
             self.out.reject(origin, format, &why, payload);
             return;
         }
-        let decoder = match self.decoders.entry((m.topic.to_string(), format)) {
+        let decoder = match self
+            .decoders
+            .entry((m.topic.to_string(), m.partition, format))
+        {
             std::collections::hash_map::Entry::Occupied(e) => Some(e.into_mut()),
             std::collections::hash_map::Entry::Vacant(v) => {
                 (self.make_decoder)(format).map(|d| v.insert(d))
@@ -204,9 +227,10 @@ impl MicroBatch {
         self.bytes
     }
 
-    /// Whether any message arrived since the last flush.
+    /// Whether no message arrived since the last flush and no partition's offset waits
+    /// for a held record.
     pub fn is_empty(&self) -> bool {
-        self.pending.is_empty()
+        self.pending.is_empty() && self.held_back.is_empty()
     }
 
     /// How long the oldest message has waited.
@@ -214,17 +238,22 @@ impl MicroBatch {
         self.started.map(|s| s.elapsed()).unwrap_or_default()
     }
 
-    /// Forgets the partitions of a revoked assignment once they are flushed.
+    /// Forgets a partition of a revoked assignment once it is flushed, with what its
+    /// decoders hold: its next owner starts at the recorded offset, which is at or before
+    /// the first message of any record held here, and reads those records whole.
     pub fn forget_partition(&mut self, topic: &str, partition: i32) {
         self.pending.remove(&(topic.to_string(), partition));
+        self.held_back.remove(&(topic.to_string(), partition));
+        self.decoders
+            .retain(|(t, p, _), _| !(t == topic && *p == partition));
     }
 
     /// The stream ends (the worker stops): every decoder emits what it holds back, as at
     /// the end of a file; the rows go with the next `take`.
     pub fn finish_decoders(&mut self) {
-        for ((topic, _), d) in &mut self.decoders {
+        for ((topic, partition, _), d) in &mut self.decoders {
             // No decoder reads a stream's hints at its end: held records keep their own.
-            let origin = stream_end(topic);
+            let origin = stream_end(topic, *partition);
             finish_contained(d.as_mut(), false, &origin, &Hints::default(), &mut self.out);
         }
     }
@@ -234,9 +263,28 @@ impl MicroBatch {
     /// ([`Decoder::release_complete`]): a crashed container's last traceback has no next
     /// line to end it.
     pub fn take(&mut self) -> Flushed {
-        for ((topic, _), d) in &mut self.decoders {
-            let origin = stream_end(topic);
+        let mut offsets = std::mem::take(&mut self.pending);
+        for (key, next) in std::mem::take(&mut self.held_back) {
+            offsets.entry(key).or_insert(next);
+        }
+        let past_last = offsets.clone();
+        for ((topic, partition, _), d) in &mut self.decoders {
+            let origin = stream_end(topic, *partition);
             finish_contained(d.as_mut(), true, &origin, &Hints::default(), &mut self.out);
+            let key = (topic.clone(), *partition);
+            let (Some(next), Some(held)) = (offsets.get_mut(&key), d.held_from()) else {
+                continue;
+            };
+            if *next - held > MAX_HELD_BEHIND {
+                finish_contained(d.as_mut(), false, &origin, &Hints::default(), &mut self.out);
+            } else {
+                *next = (*next).min(held);
+            }
+        }
+        for (key, next) in &offsets {
+            if let Some(&past) = past_last.get(key).filter(|&&past| past > *next) {
+                self.held_back.insert(key.clone(), past);
+            }
         }
         let batches = self.out.take_batches();
         let counts = self.out.counts;
@@ -245,7 +293,7 @@ impl MicroBatch {
         self.started = None;
         Flushed {
             batches,
-            offsets: std::mem::take(&mut self.pending),
+            offsets,
             rejected: counts.rejected,
             records: counts.records,
             arrivals: self.arrivals.take(),
@@ -253,12 +301,12 @@ impl MicroBatch {
     }
 }
 
-/// Where a decoder's held records are named when it fails to emit them: its topic
-/// (the partition and offset are not known once records are held across messages).
-fn stream_end(topic: &str) -> Origin<'_> {
+/// Where a decoder's held records are named when it fails to emit them: its topic and
+/// partition (the offset is not known once records are held across messages).
+fn stream_end(topic: &str, partition: i32) -> Origin<'_> {
     Origin::Kafka {
         topic,
-        partition: -1,
+        partition,
         offset: -1,
     }
 }
@@ -276,19 +324,32 @@ mod tests {
 
     /// Adds one CRI line of `pod` as the next message of `logs`/0.
     fn add(b: &mut MicroBatch, offset: i64, pod: &str, line: &str) {
+        add_to(b, 0, offset, pod, line, None);
+    }
+
+    /// Adds one CRI line of `pod` as message `offset` of `logs`/`partition`, the store
+    /// holding the partition up to `stored`.
+    fn add_to(
+        b: &mut MicroBatch,
+        partition: i32,
+        offset: i64,
+        pod: &str,
+        line: &str,
+        stored: Option<i64>,
+    ) -> Accepted {
         let payload = format!("2026-11-29T10:00:00.000000000Z stderr F {line}");
         let path = format!("pods/ml_{pod}_1234/trainer/0.log");
         let headers = [("path", path.as_str())];
         let m = Message {
             topic: "logs",
-            partition: 0,
+            partition,
             offset,
             payload: Some(payload.as_bytes()),
             key: None,
             timestamp_ms: Some(1_764_410_400_000),
             headers: &headers,
         };
-        assert_eq!(b.add(&m, None), Accepted::Decoded);
+        b.add(&m, stored)
     }
 
     /// The `message` of every event row of a flush.
@@ -327,10 +388,97 @@ mod tests {
             }
             let first = b.take();
             assert_eq!(messages(&first), [OOM], "{format}");
-            assert_eq!(first.offsets[&("logs".to_string(), 0)], 5);
+            // b's traceback, still open, began in message 1: no offset past it.
+            assert_eq!(first.offsets[&("logs".to_string(), 0)], 1, "{format}");
             add(&mut b, 5, "b-0-abcde", "KeyError: 'x'");
-            assert_eq!(messages(&b.take()), ["KeyError: 'x'"], "{format}");
+            let second = b.take();
+            assert_eq!(messages(&second), ["KeyError: 'x'"], "{format}");
+            assert_eq!(second.offsets[&("logs".to_string(), 0)], 6, "{format}");
         }
+    }
+
+    /// A worker killed while a traceback is open: the store's offset is the message the
+    /// traceback began in, so the restarted worker reads it whole.
+    #[test]
+    fn a_record_open_at_a_crash_is_read_whole_after_the_restart() {
+        for format in [Format::ContainerLog, Format::Auto] {
+            let mut b = batch(format);
+            for (i, line) in [HEAD, FRAME].into_iter().enumerate() {
+                add(&mut b, 10 + i as i64, "a-0-abcde", line);
+            }
+            let before_crash = b.take();
+            assert!(messages(&before_crash).is_empty());
+            let stored = before_crash.offsets[&("logs".to_string(), 0)];
+            assert_eq!(stored, 10, "{format}");
+            // The restart: a fresh batch, Kafka redelivering from the stored offset.
+            let mut b = batch(format);
+            for (i, line) in [HEAD, FRAME, OOM].into_iter().enumerate() {
+                let accepted = add_to(&mut b, 0, 10 + i as i64, "a-0-abcde", line, Some(stored));
+                assert_eq!(accepted, Accepted::Decoded);
+            }
+            let after = b.take();
+            assert_eq!(messages(&after), [OOM], "{format}");
+            assert_eq!(after.offsets[&("logs".to_string(), 0)], 13, "{format}");
+        }
+    }
+
+    /// A record emitted at the stream's end moves its partition's offset past the last
+    /// message, though no message came since the flush that held it back.
+    #[test]
+    fn the_end_of_the_stream_records_the_offset_a_held_record_kept_back() {
+        let mut b = batch(Format::ContainerLog);
+        add(&mut b, 0, "a-0-abcde", HEAD);
+        add(&mut b, 1, "a-0-abcde", FRAME);
+        add(&mut b, 2, "a-0-abcde", OOM);
+        add(&mut b, 3, "b-0-abcde", HEAD);
+        let f = b.take();
+        assert_eq!(messages(&f), [OOM]);
+        assert_eq!(f.offsets[&("logs".to_string(), 0)], 3);
+        assert!(!b.is_empty(), "an offset waits for the open traceback");
+        b.finish_decoders();
+        assert_eq!(b.take().offsets[&("logs".to_string(), 0)], 4);
+        assert!(b.is_empty());
+    }
+
+    /// Each partition's decoders hold its own records: an open traceback on one holds
+    /// back no other partition, and a revoked partition's records leave with it.
+    #[test]
+    fn partitions_hold_their_own_records() {
+        let mut b = batch(Format::ContainerLog);
+        add_to(&mut b, 0, 40, "a-0-abcde", HEAD, None);
+        add_to(&mut b, 1, 7, "b-0-abcde", "step 1 done", None);
+        let f = b.take();
+        assert_eq!(f.offsets[&("logs".to_string(), 0)], 40);
+        assert_eq!(f.offsets[&("logs".to_string(), 1)], 8);
+        b.forget_partition("logs", 0);
+        add_to(&mut b, 0, 41, "a-0-abcde", FRAME, None);
+        add_to(&mut b, 0, 42, "a-0-abcde", OOM, None);
+        // The traceback's head left with the revoked partition (its next owner reads it
+        // whole from 40): nothing is held here for it any more.
+        assert_eq!(b.take().offsets[&("logs".to_string(), 0)], 43);
+    }
+
+    /// An unfinished record cannot hold its partition back without bound.
+    #[test]
+    fn a_record_held_too_far_back_is_emitted_as_it_is() {
+        let mut b = batch(Format::ContainerLog);
+        add(&mut b, 0, "a-0-abcde", HEAD);
+        add(&mut b, 1, "a-0-abcde", FRAME);
+        assert_eq!(b.take().offsets[&("logs".to_string(), 0)], 0);
+        for i in 2..MAX_HELD_BEHIND {
+            add(&mut b, i, "b-0-abcde", "step done");
+        }
+        // MAX_HELD_BEHIND messages behind: still held.
+        assert_eq!(b.take().offsets[&("logs".to_string(), 0)], 0);
+        add(&mut b, MAX_HELD_BEHIND, "b-0-abcde", "step done");
+        let f = b.take();
+        assert_eq!(f.offsets[&("logs".to_string(), 0)], MAX_HELD_BEHIND + 1);
+        add(&mut b, MAX_HELD_BEHIND + 1, "b-0-abcde", "step done");
+        assert_eq!(
+            b.take().offsets[&("logs".to_string(), 0)],
+            MAX_HELD_BEHIND + 2,
+            "nothing is held any more"
+        );
     }
 
     /// Panics on every record (a decoder bug a producer can trigger at will).
@@ -412,14 +560,17 @@ mod tests {
         for (i, line) in chained.into_iter().enumerate() {
             add(&mut b, i as i64, "a-0-abcde", line);
         }
-        // The second traceback has not reached its exception: held.
-        assert!(messages(&b.take()).is_empty());
-        assert!(b.is_empty());
+        // The second traceback has not reached its exception: held, and the offset
+        // stays at the message the chain began in.
+        let held = b.take();
+        assert!(messages(&held).is_empty());
+        assert_eq!(held.offsets[&("logs".to_string(), 0)], 0);
+        assert!(!b.is_empty(), "the offset waits for the held traceback");
         // The worker stops: as at the end of a file, the first exception is what is known.
         b.finish_decoders();
         assert_eq!(b.rows(), 1);
         let last = b.take();
         assert_eq!(messages(&last), ["KeyError: 'x'"]);
-        assert!(last.offsets.is_empty());
+        assert_eq!(last.offsets[&("logs".to_string(), 0)], 6);
     }
 }
