@@ -120,30 +120,50 @@ impl Telemetry {
     }
 }
 
+/// Connections the metrics endpoint serves at once; more wait to be accepted.
+pub const MAX_CONNECTIONS: usize = 64;
+
 /// Serves `GET /metrics` (any path, in fact) on `addr` until the task is dropped.
 pub async fn serve(
     addr: &str,
     telemetry: Arc<Telemetry>,
 ) -> std::io::Result<tokio::task::JoinHandle<()>> {
     let listener = TcpListener::bind(addr).await?;
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     Ok(tokio::spawn(async move {
         loop {
-            let Ok((mut sock, _)) = listener.accept().await else {
-                continue;
+            // A connection is accepted only when a slot is free: a flood of idle
+            // connections waits in the kernel's backlog instead of taking descriptors.
+            let Ok(slot) = slots.clone().acquire_owned().await else {
+                return;
+            };
+            let mut sock = match listener.accept().await {
+                Ok((sock, _)) => sock,
+                Err(_) => {
+                    // Out of descriptors (EMFILE) or a connection reset before accept:
+                    // wait a moment rather than spin on an error that repeats at once.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
             };
             let t = telemetry.clone();
             tokio::spawn(async move {
-                let mut buf = [0u8; 4096];
-                // Read the request head; its content does not matter.
-                let _ = tokio::time::timeout(Duration::from_secs(2), sock.read(&mut buf)).await;
-                let body = t.render();
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = sock.write_all(head.as_bytes()).await;
-                let _ = sock.write_all(body.as_bytes()).await;
-                let _ = sock.shutdown().await;
+                let _slot = slot;
+                let answer = async {
+                    let mut buf = [0u8; 4096];
+                    // Read the request head; its content does not matter.
+                    let _ = tokio::time::timeout(Duration::from_secs(2), sock.read(&mut buf)).await;
+                    let body = t.render();
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = sock.write_all(head.as_bytes()).await;
+                    let _ = sock.write_all(body.as_bytes()).await;
+                    let _ = sock.shutdown().await;
+                };
+                // A client that never reads its answer cannot hold a slot for ever.
+                let _ = tokio::time::timeout(Duration::from_secs(10), answer).await;
             });
         }
     }))
@@ -189,5 +209,34 @@ mod tests {
             ),
             "{resp}"
         );
+    }
+
+    /// Idle connections beyond the bound do not take the endpoint down: they wait, time
+    /// out, and a scrape is answered.
+    #[tokio::test]
+    async fn a_flood_of_idle_connections_does_not_starve_a_scrape() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        drop(listener);
+        let server = serve(&addr, Telemetry::new()).await.unwrap();
+        let mut idle = Vec::new();
+        for _ in 0..3 * MAX_CONNECTIONS {
+            idle.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
+        }
+        let scrape = async {
+            let mut sock = tokio::net::TcpStream::connect(&addr).await.unwrap();
+            sock.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
+                .await
+                .unwrap();
+            let mut resp = String::new();
+            sock.read_to_string(&mut resp).await.unwrap();
+            resp
+        };
+        let resp = tokio::time::timeout(Duration::from_secs(30), scrape)
+            .await
+            .expect("answered while idle connections wait");
+        server.abort();
+        drop(idle);
+        assert!(resp.starts_with("HTTP/1.1 200 OK"), "{resp}");
     }
 }

@@ -341,7 +341,7 @@ pub async fn run(
                     let p = lock(&pipeline);
                     !p.batch.is_empty() && p.batch.age() >= opts.flush_interval
                 };
-                if due && let Err(e) = flush_and_commit(&pipeline, &consumer) {
+                if due && let Err(e) = flush_off_runtime(&pipeline, &consumer).await {
                     break Err(e);
                 }
             }
@@ -388,7 +388,7 @@ pub async fn run(
                             || p.batch.bytes() >= opts.max_batch_bytes
                             || p.batch.is_full()
                     };
-                    if flush_now && let Err(e) = flush_and_commit(&pipeline, &consumer) {
+                    if flush_now && let Err(e) = flush_off_runtime(&pipeline, &consumer).await {
                         break Err(e);
                     }
                 }
@@ -403,7 +403,7 @@ pub async fn run(
     // Whatever happened, what is buffered goes to the store before we leave, with what
     // the decoders still hold.
     lock(&pipeline).batch.finish_decoders();
-    let final_flush = flush_and_commit(&pipeline, &consumer);
+    let final_flush = flush_off_runtime(&pipeline, &consumer).await;
     consumer.unsubscribe();
     if let Some(s) = metrics_server {
         s.abort();
@@ -454,6 +454,25 @@ impl Pipeline {
     }
 }
 
+/// Flushes and commits on tokio's blocking pool: Parquet encoding, fsync, a wait for the
+/// store's lock and the live analyzers' work never hold up the runtime's threads (the lag
+/// reporter, the metrics endpoint). A rebalance callback's flush still runs inline: it
+/// must end before librdkafka hands the partitions over.
+async fn flush_off_runtime(
+    pipeline: &Arc<Mutex<Pipeline>>,
+    consumer: &Arc<StreamConsumer<WorkerContext>>,
+) -> Result<(), StreamError> {
+    let (p, c) = (pipeline.clone(), consumer.clone());
+    match tokio::task::spawn_blocking(move || flush_and_commit(&p, &c)).await {
+        Ok(result) => result,
+        // A panic inside the flush is the worker's own bug: it goes on unwinding here,
+        // as it did when the flush ran inline.
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // The runtime is shutting down under us: what was not committed comes again.
+        Err(_) => Ok(()),
+    }
+}
+
 fn flush_and_commit(
     pipeline: &Arc<Mutex<Pipeline>>,
     consumer: &StreamConsumer<WorkerContext>,
@@ -476,17 +495,25 @@ async fn watch_lag(
     health: Arc<Mutex<Health>>,
     telemetry: Arc<Telemetry>,
 ) {
+    let mut stored: BTreeMap<(String, i32), i64> = BTreeMap::new();
     loop {
         tokio::time::sleep(Duration::from_secs(2)).await;
         let c = consumer.clone();
-        let stored = lock(&pipeline).stored.clone();
+        // A flush holds the pipeline for seconds at times: then the last offsets seen
+        // serve, rather than blocking this task's thread.
+        match pipeline.try_lock() {
+            Ok(p) => stored = p.stored.clone(),
+            Err(std::sync::TryLockError::Poisoned(p)) => stored = p.into_inner().stored.clone(),
+            Err(std::sync::TryLockError::WouldBlock) => {}
+        }
+        let snapshot = stored.clone();
         let probe = tokio::task::spawn_blocking(move || {
             let assignment = c.assignment()?;
             let mut lags = Vec::new();
             for elem in assignment.elements() {
                 let (_low, high) =
                     c.fetch_watermarks(elem.topic(), elem.partition(), Duration::from_secs(2))?;
-                let committed = stored
+                let committed = snapshot
                     .get(&(elem.topic().to_string(), elem.partition()))
                     .copied()
                     .unwrap_or(0);
