@@ -9,6 +9,7 @@
 //! so `SELECT node, cluster` parses): use [`session::parse`] or [`register_sql`] rather
 //! than `SessionContext::sql` for SQL that names `cluster` after a comma.
 
+mod bounded_functions;
 pub mod dialect;
 pub mod embedded;
 pub mod error;

@@ -60,7 +60,9 @@ pub async fn session_over_limited(
             let runtime = RuntimeEnvBuilder::new()
                 .with_memory_limit(limit, 1.0)
                 .build_arc()?;
-            SessionContext::new_with_config_rt(session_config(), runtime)
+            let ctx = SessionContext::new_with_config_rt(session_config(), runtime);
+            crate::bounded_functions::register(&ctx, limit);
+            ctx
         }
     };
     for table in Table::ALL {

@@ -302,6 +302,23 @@ mod tests {
         assert!(String::from_utf8(out).unwrap().contains("300000"));
     }
 
+    /// Text a query builds itself (`repeat`, `lpad`), which DataFusion's pool does not
+    /// track, is held to the same limit.
+    #[test]
+    fn a_huge_built_string_is_refused_by_the_default_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let cmd = SqlCommand {
+            store: dir.path().to_path_buf(),
+            query: Some("SELECT length(repeat('x', 2000000000))".into()),
+            format: "csv".into(),
+            memory_limit: Some(DEFAULT_MEMORY_LIMIT),
+            ..SqlCommand::default()
+        };
+        let e = run_sql(&cmd, &mut Vec::new()).unwrap_err();
+        assert!(matches!(e, QueryError::MemoryLimit(_)), "{e}");
+        assert!(e.to_string().contains("repeat() would build"), "{e}");
+    }
+
     #[test]
     fn statements_span_lines_and_end_with_a_semicolon() {
         let mut b = StatementBuffer::default();
