@@ -108,7 +108,7 @@ pub struct SqlArgs {
     /// Bind a parameter: NAME=VALUE, used as $NAME in the query. Repeatable.
     #[arg(long = "param")]
     pub params: Vec<String>,
-    /// Output format: table, csv or json.
+    /// Output format: table, csv, json (one array) or ndjson (one object per line).
     #[arg(long, default_value = "table")]
     pub format: String,
     /// The most memory a query may hold for sorts, aggregations and joins (e.g. 4GiB,

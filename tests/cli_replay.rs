@@ -4,6 +4,8 @@
 //! ingested with the wrong `--format` is recovered with `--retry-format`. Bad usage exits 2,
 //! a missing store 1, each with one sentence on stderr.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -41,17 +43,7 @@ fn fixtures() -> PathBuf {
 
 /// The seed scenario's inputs (its answer key and README are not inputs).
 fn seed_inputs() -> Vec<PathBuf> {
-    let dir = fixtures().join("scenarios/seed-preemption");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n != "truth.json" && n != "README.md")
-        })
-        .collect();
-    paths.sort();
-    paths
+    support::scenario_inputs("seed-preemption")
 }
 
 #[test]

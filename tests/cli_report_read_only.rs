@@ -2,6 +2,8 @@
 //! report is printed in full and exits 0, and the one thing it could not do, saving its
 //! verdicts into the store's `slowdowns`/`causes` tables, is said on stderr.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -74,16 +76,7 @@ impl Drop for ReadOnly {
 fn a_read_only_store_gets_its_report_and_says_it_was_not_saved() {
     let scratch = tempfile::tempdir().unwrap();
     let store = scratch.path().join("store");
-    let scenario = whyslow_fixtures::committed_scenarios_dir().join("seed-preemption");
-    let mut inputs: Vec<PathBuf> = std::fs::read_dir(&scenario)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n != "truth.json" && n != "README.md")
-        })
-        .collect();
-    inputs.sort();
+    let inputs = support::scenario_inputs("seed-preemption");
     let ingest = whyslow(&store)
         .arg("ingest")
         .args(&inputs)

@@ -1,4 +1,5 @@
-//! Printing query results: an aligned table, CSV with a header, or JSON lines. Text
+//! Printing query results: an aligned table, CSV with a header, a JSON array or JSON lines
+//! (`ndjson`, as datafusion-cli and DuckDB name them). Text
 //! from the data never reaches a terminal raw: control characters (escape sequences
 //! included) are printed escaped (`\u{1b}`); JSON escapes them itself.
 
@@ -24,9 +25,11 @@ pub enum OutputFormat {
     Table,
     /// CSV with a header line; nested values (maps, lists) as their display text.
     Csv,
-    /// JSON lines: one object per row, every column present (null when empty); maps as
-    /// objects, timestamps as RFC 3339 strings.
+    /// One JSON array of objects, one per row, every column present (null when empty);
+    /// maps as objects, timestamps as RFC 3339 strings.
     Json,
+    /// JSON lines: the same objects, one per line.
+    Ndjson,
 }
 
 impl FromStr for OutputFormat {
@@ -36,8 +39,9 @@ impl FromStr for OutputFormat {
             "table" => Ok(OutputFormat::Table),
             "csv" => Ok(OutputFormat::Csv),
             "json" => Ok(OutputFormat::Json),
+            "ndjson" => Ok(OutputFormat::Ndjson),
             _ => Err(QueryError::Usage(format!(
-                "unknown --format '{s}': use table, csv or json"
+                "unknown --format '{s}': use table, csv, json or ndjson"
             ))),
         }
     }
@@ -86,16 +90,27 @@ pub fn write_output(
             }
         }
         OutputFormat::Json => {
-            let mut w = arrow::json::WriterBuilder::new()
-                .with_explicit_nulls(true)
-                .build::<_, arrow::json::writer::LineDelimited>(&mut *out);
-            for b in &result.batches {
-                w.write(b).map_err(arrow_err)?;
-            }
-            w.finish().map_err(arrow_err)?;
+            write_json::<arrow::json::writer::JsonArray>(out, result)?;
+            // The array writer leaves its line open.
+            writeln!(out).map_err(write_err)?;
         }
+        OutputFormat::Ndjson => write_json::<arrow::json::writer::LineDelimited>(out, result)?,
     }
     out.flush().map_err(write_err)
+}
+
+/// The rows as JSON objects in the layout `F` (array or lines), nulls written out.
+fn write_json<F: arrow::json::writer::JsonFormat>(
+    out: &mut dyn Write,
+    result: &QueryOutput,
+) -> Result<(), QueryError> {
+    let mut w = arrow::json::WriterBuilder::new()
+        .with_explicit_nulls(true)
+        .build::<_, F>(&mut *out);
+    for b in &result.batches {
+        w.write(b).map_err(arrow_err)?;
+    }
+    w.finish().map_err(arrow_err)
 }
 
 fn is_nested(t: &DataType) -> bool {
@@ -246,7 +261,12 @@ mod escape_tests {
             "a\nb\\u{7}"
         );
         let r = result(&["\u{1b}]0;pwned\u{7}\u{1b}[31mred", "ok"]);
-        for format in [OutputFormat::Table, OutputFormat::Csv, OutputFormat::Json] {
+        for format in [
+            OutputFormat::Table,
+            OutputFormat::Csv,
+            OutputFormat::Json,
+            OutputFormat::Ndjson,
+        ] {
             let mut out = Vec::new();
             write_output(&mut out, &r, format).unwrap();
             let text = String::from_utf8(out).unwrap();

@@ -68,12 +68,12 @@ fn csv_format_has_a_header_and_flattens_maps() {
 }
 
 #[test]
-fn json_format_is_one_object_per_line_with_every_column() {
+fn ndjson_format_is_one_object_per_line_with_every_column() {
     let s = store();
     let out = sql(
         s.path(),
         "SELECT event_id, node, attrs, time FROM events WHERE event_id IN ('ev-xid-b3', 'ev-admit-tgi') ORDER BY time",
-        "json",
+        "ndjson",
         &[],
     )
     .unwrap();
@@ -87,6 +87,23 @@ fn json_format_is_one_object_per_line_with_every_column() {
     assert_eq!(rows[0]["attrs"]["priority"], "1000");
     assert_eq!(rows[1]["attrs"]["xid"], "48");
     assert_eq!(rows[1]["time"], "2026-11-29T10:12:00Z");
+}
+
+/// `json` is one array, as datafusion-cli and DuckDB print it; no rows, an empty one.
+#[test]
+fn json_format_is_one_array_of_the_same_objects() {
+    let s = store();
+    let q = "SELECT event_id, node, attrs, time FROM events WHERE event_id IN ('ev-xid-b3', 'ev-admit-tgi') ORDER BY time";
+    let array: serde_json::Value =
+        serde_json::from_str(&sql(s.path(), q, "json", &[]).unwrap()).unwrap();
+    let lines: Vec<serde_json::Value> = sql(s.path(), q, "ndjson", &[])
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(array, serde_json::Value::Array(lines));
+    let none = sql(s.path(), "SELECT node FROM events WHERE false", "json", &[]).unwrap();
+    assert_eq!(none, "[]\n");
 }
 
 #[test]

@@ -173,6 +173,23 @@ pub async fn serve(
 mod tests {
     use super::*;
 
+    /// A loopback address nobody listens on yet.
+    fn free_addr() -> String {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().to_string()
+    }
+
+    /// One scrape of `addr`: the whole response.
+    async fn scrape(addr: &str) -> String {
+        let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
+        sock.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut resp = String::new();
+        sock.read_to_string(&mut resp).await.unwrap();
+        resp
+    }
+
     #[tokio::test]
     async fn serves_the_counters() {
         let t = Telemetry::new();
@@ -187,16 +204,9 @@ mod tests {
                 partition: 1,
             })
             .set(42);
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        drop(listener);
+        let addr = free_addr();
         let server = serve(&addr, t.clone()).await.unwrap();
-        let mut sock = tokio::net::TcpStream::connect(&addr).await.unwrap();
-        sock.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
-            .await
-            .unwrap();
-        let mut resp = String::new();
-        sock.read_to_string(&mut resp).await.unwrap();
+        let resp = scrape(&addr).await;
         server.abort();
         assert!(resp.starts_with("HTTP/1.1 200 OK"), "{resp}");
         assert!(
@@ -215,24 +225,13 @@ mod tests {
     /// out, and a scrape is answered.
     #[tokio::test]
     async fn a_flood_of_idle_connections_does_not_starve_a_scrape() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        drop(listener);
+        let addr = free_addr();
         let server = serve(&addr, Telemetry::new()).await.unwrap();
         let mut idle = Vec::new();
         for _ in 0..3 * MAX_CONNECTIONS {
             idle.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
         }
-        let scrape = async {
-            let mut sock = tokio::net::TcpStream::connect(&addr).await.unwrap();
-            sock.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
-                .await
-                .unwrap();
-            let mut resp = String::new();
-            sock.read_to_string(&mut resp).await.unwrap();
-            resp
-        };
-        let resp = tokio::time::timeout(Duration::from_secs(30), scrape)
+        let resp = tokio::time::timeout(Duration::from_secs(30), scrape(&addr))
             .await
             .expect("answered while idle connections wait");
         server.abort();
