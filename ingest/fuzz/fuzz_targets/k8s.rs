@@ -8,8 +8,15 @@ use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
 
 fuzz_target!(|data: &[u8]| {
     for origin in [
-        Origin::File { path: "fuzz", line: 1 },
-        Origin::Kafka { topic: "fuzz", partition: 0, offset: 0 },
+        Origin::File {
+            path: "fuzz",
+            line: 1,
+        },
+        Origin::Kafka {
+            topic: "fuzz",
+            partition: 0,
+            offset: 0,
+        },
     ] {
         let mut d = K8sDecoder::new();
         let mut out = Output::new(0);

@@ -37,7 +37,10 @@ pub fn lines_and_message(format: Format, records: Records, data: &[u8]) {
     let mut out = Output::new(0);
     let mut fed = 0u64;
     for (i, line) in data.split(|&b| b == b'\n').enumerate() {
-        let origin = Origin::File { path: "fuzz", line: i as u64 + 1 };
+        let origin = Origin::File {
+            path: "fuzz",
+            line: i as u64 + 1,
+        };
         d.decode(line, &origin, &hints, &mut out);
         fed += 1;
     }
@@ -49,7 +52,11 @@ pub fn lines_and_message(format: Format, records: Records, data: &[u8]) {
     }
     let mut d = decoder(format);
     let mut out = Output::new(0);
-    let origin = Origin::Kafka { topic: "fuzz", partition: 0, offset: 0 };
+    let origin = Origin::Kafka {
+        topic: "fuzz",
+        partition: 0,
+        offset: 0,
+    };
     d.decode(data, &origin, &hints, &mut out);
     d.release_complete(&mut out);
     let _ = d.held_from();
