@@ -65,36 +65,42 @@ pub struct IngestArgs {
 #[derive(Debug, Args)]
 pub struct StreamArgs {
     /// Kafka bootstrap servers, comma-separated.
-    #[arg(long, required = true)]
+    #[arg(long, env = "WHYSLOW_BROKERS", required = true)]
     pub brokers: String,
     /// The consumer group.
-    #[arg(long, required = true)]
+    #[arg(long, env = "WHYSLOW_GROUP", required = true)]
     pub group: String,
-    /// A topic to consume, optionally with its format: NAME[=FORMAT]. Repeatable.
-    #[arg(long = "topic", required = true)]
+    /// A topic to consume, optionally with its format: NAME[=FORMAT]. Repeatable; in the
+    /// environment, comma-separated.
+    #[arg(
+        long = "topic",
+        env = "WHYSLOW_TOPICS",
+        value_delimiter = ',',
+        required = true
+    )]
     pub topics: Vec<String>,
     /// Publish each incident (the report's slowdown objects) to this topic.
-    #[arg(long)]
+    #[arg(long, env = "WHYSLOW_INCIDENTS_TOPIC")]
     pub incidents_topic: Option<String>,
     /// Flush a micro-batch at least this often (e.g. 1s, 500ms).
-    #[arg(long, default_value = "1s")]
+    #[arg(long, env = "WHYSLOW_FLUSH_INTERVAL", default_value = "1s")]
     pub flush_interval: String,
     /// Flush a micro-batch when it holds this many rows.
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, env = "WHYSLOW_MAX_BATCH_ROWS", default_value_t = 100_000)]
     pub max_batch_rows: usize,
     /// Serve the worker's own Prometheus metrics here.
-    #[arg(long, default_value = "127.0.0.1:9464")]
+    #[arg(long, env = "WHYSLOW_METRICS_ADDR", default_value = "127.0.0.1:9464")]
     pub metrics_addr: String,
     /// Give up (exit 1) when the broker stays unreachable this long.
-    #[arg(long, default_value = "5m")]
+    #[arg(long, env = "WHYSLOW_RETRY_BUDGET", default_value = "5m")]
     pub retry_budget: String,
     /// Run this command with the incident JSON on stdin when an incident opens or its
     /// verdict changes (`sh -c`; a failure is logged, never blocks ingest).
-    #[arg(long)]
+    #[arg(long, env = "WHYSLOW_ON_INCIDENT")]
     pub on_incident: Option<String>,
     /// How far back from the newest data the live analyzers look after each commit
     /// (e.g. 24h, 6h); `off` runs no live analysis.
-    #[arg(long, default_value = "24h")]
+    #[arg(long, env = "WHYSLOW_ANALYSIS_WINDOW", default_value = "24h")]
     pub analysis_window: String,
 }
 
