@@ -246,3 +246,25 @@ fn deeply_nested_yaml_is_a_quick_dead_letter() {
         );
     }
 }
+
+/// Found by the `auto` fuzz target: in a file that auto reads as k8s, a line that is a
+/// JSON array followed by other text (`[2]025-10-18 …`) is two records, the array's item
+/// and the rest, each dead-lettered with its own bytes under the line's number; the
+/// accounting balances (checked in `ingest`) and nothing is dropped.
+#[test]
+fn a_json_array_line_followed_by_garbage_is_two_dead_letters_of_its_line() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/hostile/auto-k8s-array-then-garbage.txt"
+    );
+    let (s, sink) = ingest(path, Format::Auto, |_| {});
+    let t = s.total();
+    let dead = sink.dead_letters();
+    assert_eq!(dead.len() as u64, t.counts.rejected, "{dead:?}");
+    let line_26: Vec<_> = dead
+        .iter()
+        .filter(|d| d.0 == format!("{path}:26"))
+        .collect();
+    assert_eq!(line_26.len(), 2, "{dead:?}");
+    assert!(t.counts.records >= 32, "{:?}", t.counts);
+}
