@@ -83,21 +83,30 @@ pub fn write_seed(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The inputs of a scenario directory, sorted: every entry but its answer key
+/// (`truth.json`) and its `README.md`.
+pub fn scenario_inputs(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut paths = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let p = entry?.path();
+        if !p
+            .file_name()
+            .is_some_and(|n| n == "truth.json" || n == "README.md")
+        {
+            paths.push(p);
+        }
+    }
+    paths.sort();
+    Ok(paths)
+}
+
 /// Ingests every file under `input` into the store at `store` (format detected per file).
 pub fn ingest_dir(input: &Path, store: &Path) -> Result<()> {
     use whyslow_ingest::run::{IngestOptions, ingest};
-    // The answer key is not an input.
-    let mut paths = Vec::new();
-    for entry in std::fs::read_dir(input)? {
-        let p = entry?.path();
-        if p.file_name()
-            .is_some_and(|n| n == "truth.json" || n == "README.md")
-        {
-            continue;
-        }
-        paths.push(p.display().to_string());
-    }
-    paths.sort();
+    let paths = scenario_inputs(input)?
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
     let opts = IngestOptions::new(store, paths, whyslow_ingest::Format::Auto);
     ingest(&opts).map_err(|e| AnalyzeError::Store {
         path: store.display().to_string(),

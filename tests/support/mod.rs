@@ -19,14 +19,5 @@ pub fn signal(child: &std::process::Child, sig: &str) {
 /// The inputs of a committed scenario (its answer key and README are not inputs), sorted.
 pub fn scenario_inputs(name: &str) -> Vec<std::path::PathBuf> {
     let dir = whyslow_fixtures::committed_scenarios_dir().join(name);
-    let mut paths: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
-        .expect("a committed scenario")
-        .map(|e| e.expect("a scenario file").path())
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n != "truth.json" && n != "README.md")
-        })
-        .collect();
-    paths.sort();
-    paths
+    whyslow_analyzers::command::scenario_inputs(&dir).expect("a committed scenario")
 }
