@@ -83,11 +83,14 @@ pub fn detect_regressions(
         // Account on the steps themselves, not the buckets: the extra wall time of the
         // window's steps against the pooled pace of the steps before it.
         let prev_end = out.last().map_or(i64::MIN, |p: &Symptom| p.end_ns);
+        // The seconds with the saves' time spread over their cycles, as in the series:
+        // the pairs themselves are cleared of announced pauses, slow saves included.
         let pooled = |f: &dyn Fn(&PacePair) -> bool| -> (f64, i64) {
             pairs
                 .iter()
-                .filter(|p| f(p))
-                .fold((0.0, 0), |a, p| (a.0 + p.seconds, a.1 + p.steps))
+                .zip(&seconds)
+                .filter(|(p, _)| f(p))
+                .fold((0.0, 0), |a, (p, sec)| (a.0 + sec, a.1 + p.steps))
         };
         // The window is known to a bucket: its neighbours' steps count too (normal ones
         // add nothing against the pooled pace, partly slow ones add their share).

@@ -1,7 +1,8 @@
 -- What the framework announces, per workload and run: evals (eval_started ..
 -- eval_finished, or a trainer's logged eval metrics whose `eval_runtime` says how long the
 -- eval that just ended took), run starts, and each checkpoint save and restore once (as
--- `checkpoint_ops` groups their reports) at its end with its duration; inside the window
+-- `checkpoint_ops` groups their reports) at its end (its start plus its duration, which
+-- may be known from a later line than any report) with its duration; inside the window
 -- plus an hour before it.
 SELECT namespace, workload, run_id, kind, time,
   TRY_CAST(attrs['seconds'] AS DOUBLE) AS seconds
@@ -9,7 +10,10 @@ FROM events
 WHERE kind IN ('eval_started', 'eval_finished', 'run_started')
   AND time >= $from - INTERVAL '1 hour' AND time <= $to
 UNION ALL
-SELECT namespace, workload, min(run_id) AS run_id, kind, max(time) AS time,
+SELECT namespace, workload, min(run_id) AS run_id, kind,
+  CASE WHEN max(op_seconds) IS NULL THEN max(time)
+    ELSE arrow_cast(to_timestamp_nanos(min(op_began_ns) + CAST(max(op_seconds) * 1e9 AS BIGINT)),
+      'Timestamp(Nanosecond, Some("UTC"))') END AS time,
   max(op_seconds) AS seconds
 FROM checkpoint_ops
 WHERE time >= $from - INTERVAL '1 hour' AND time <= $to

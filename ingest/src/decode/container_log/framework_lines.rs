@@ -234,11 +234,23 @@ fn checkpoint_rules(l: &str, out: &mut Vec<Finding>) -> bool {
         ));
         return true;
     }
+    // `Model weights saved in <file>`: `save_pretrained`, which the Trainer and
+    // `save_state` call after `Saving model checkpoint to` / `Saving current state to`
+    // (read above), prints it when the weights are written. It is not a save of its own
+    // but the end of one: a `checkpoint_save_done` lets the analyzers time the save
+    // (`checkpoint_ops` pairs it with the save that began before it at the same step).
+    if let Some(path) = hf("Model weights saved in ") {
+        out.push(checkpoint(
+            "checkpoint_save_done",
+            source::HUGGINGFACE,
+            Some(path),
+            None,
+        ));
+        return true;
+    }
     // accelerate's FSDP saver: `Saving model to <file or dir>` as a save starts, `Model
     // saved to …` as it ends (one save told twice is one save to the analyzers: they
-    // merge saves a moment apart). Not `Model weights saved in <file>`: `save_state` and
-    // the Trainer print it after `Saving current state to` / `Saving model checkpoint
-    // to`, read above, so it would only tell the same save again.
+    // merge saves a moment apart).
     if let Some(path) = hf("Saving model to ").or_else(|| hf("Model saved to ")) {
         let mut f = checkpoint("checkpoint_saved", source::HUGGINGFACE, Some(path), None);
         if let (Finding::Event(e), Some(s)) = (&mut f, seconds_taken(l)) {
@@ -867,9 +879,15 @@ mod tests {
             );
             assert_eq!(attr(&e, "seconds"), None);
         }
-        // The weights line that follows a save already read adds nothing.
-        assert!(
-            one("Model weights saved in out/checkpoints/checkpoint_3/pytorch_model.bin").is_empty()
+        // The weights line that follows a save marks its end, not a save of its own.
+        let e = event("Model weights saved in out/checkpoints/checkpoint_3/pytorch_model.bin");
+        assert_eq!(
+            (e.kind, e.step, attr(&e, "path")),
+            (
+                "checkpoint_save_done",
+                Some(3),
+                Some("out/checkpoints/checkpoint_3/pytorch_model.bin")
+            )
         );
         let e = event("Checkpoint restored from /ckpt/checkpoint-1200 in 12.5s");
         assert_eq!(

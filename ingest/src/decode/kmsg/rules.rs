@@ -1,6 +1,7 @@
 //! What a kernel message means: the recognizers of NVIDIA Xid / SXid, GPU-off-the-bus and
 //! ECC reports, NIC link changes, the OOM killer, hung tasks, PCIe AER, machine checks,
-//! segfaults, kernel oopses and read-only remounts. Each turns a message into a
+//! segfaults, kernel oopses, NFS servers not answering, block I/O errors and read-only
+//! remounts. Each turns a message into a
 //! [`Finding`] (kind, severity, reason, device, attrs); anything else is `None`.
 
 use std::borrow::Cow;
@@ -104,6 +105,9 @@ pub fn recognize(msg: &str) -> Outcome<'_> {
         return Outcome::Found(f);
     }
     if let Some(f) = oops(msg) {
+        return Outcome::Found(f);
+    }
+    if let Some(f) = storage(msg) {
         return Outcome::Found(f);
     }
     if let Some(fs) = msg.strip_suffix(": Remounting filesystem read-only") {
@@ -569,6 +573,37 @@ fn segfault(msg: &str) -> Option<Finding<'_>> {
     Some(f)
 }
 
+/// Storage the node cannot reach or read: the NFS client's `nfs: server 10.0.0.2 not
+/// responding, still trying` (or `…, timed out`) and `nfs: server 10.0.0.2 OK` as it
+/// answers again; the block layer's `blk_update_request: I/O error, dev sda, sector …`
+/// (`I/O error, dev nvme0n1, sector …` on newer kernels) and `Buffer I/O error on dev
+/// sdb1, logical block …`.
+fn storage(msg: &str) -> Option<Finding<'_>> {
+    if let Some(rest) = after(msg, "nfs: server ") {
+        let (server, tail) = rest.split_once(' ')?;
+        let mut f = if tail.starts_with("not responding") {
+            let mut f = Finding::new("nfs_error", Severity::Warning, "not_responding");
+            if tail.contains("timed out") {
+                f.reason = Cow::Borrowed("timed_out");
+            }
+            f
+        } else if tail.trim_end() == "OK" {
+            Finding::new("nfs_recovered", Severity::Info, "ok")
+        } else {
+            return None;
+        };
+        f.attr("server", server).attr("text", msg);
+        return Some(f);
+    }
+    let disk = after(msg, "I/O error, dev ")
+        .or_else(|| after(msg, "Buffer I/O error on dev "))
+        .or_else(|| after(msg, "Buffer I/O error on device "))?;
+    let disk = disk.split([',', ' ']).next().filter(|d| !d.is_empty())?;
+    let mut f = Finding::new("io_error", Severity::Warning, "io_error");
+    f.attr("disk", disk).attr("text", msg);
+    Some(f)
+}
+
 /// Kernel oopses, soft lockups and panics (node-problem-detector's KernelOops rules).
 fn oops(msg: &str) -> Option<Finding<'_>> {
     let (kind, sev, reason) = if has(msg, "Kernel panic - not syncing") {
@@ -609,6 +644,28 @@ mod tests {
             .iter()
             .find(|(key, _)| *key == k)
             .map(|(_, v)| v.as_ref())
+    }
+
+    #[test]
+    fn storage_errors() {
+        let f = found("nfs: server 10.96.112.2 not responding, still trying");
+        assert_eq!(
+            (f.kind, f.reason.as_ref(), attr(&f, "server")),
+            ("nfs_error", "not_responding", Some("10.96.112.2"))
+        );
+        let f = found("nfs: server filer-1.example.com not responding, timed out");
+        assert_eq!((f.kind, f.reason.as_ref()), ("nfs_error", "timed_out"));
+        let f = found("nfs: server 10.96.112.2 OK");
+        assert_eq!((f.kind, f.severity), ("nfs_recovered", Severity::Info));
+        let f = found(
+            "blk_update_request: I/O error, dev sda, sector 1234567 op 0x1:(WRITE) flags 0x800 phys_seg 1 prio class 0",
+        );
+        assert_eq!((f.kind, attr(&f, "disk")), ("io_error", Some("sda")));
+        let f = found("I/O error, dev nvme0n1, sector 2048 op 0x0:(READ) flags 0x0");
+        assert_eq!(attr(&f, "disk"), Some("nvme0n1"));
+        let f = found("Buffer I/O error on dev sdb1, logical block 0, async page read");
+        assert_eq!((f.kind, attr(&f, "disk")), ("io_error", Some("sdb1")));
+        assert_eq!(recognize("nfs: server is a word in prose"), Outcome::Nothing);
     }
 
     #[test]
