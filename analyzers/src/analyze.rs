@@ -253,11 +253,19 @@ pub async fn analyze(
         })
         .map(|(k, _)| (k.namespace.clone(), k.workload.clone()))
         .collect();
+    // Only training runs (a framework series: steps, loss, epochs) are synchronous; a
+    // serving deployment's replicas each go at their own pace.
+    let trained: BTreeSet<WorkloadName> = series
+        .keys()
+        .map(|k| (k.namespace.clone(), k.workload.clone()))
+        .collect();
     for (wk, metrics) in &activity {
-        if per_rank.contains(wk) {
+        if per_rank.contains(wk) || !trained.contains(wk) {
             continue;
         }
-        let Some((metric, gpus)) = ["sm_active", "tensor_active"]
+        // Power only where no profiling field is collected: it has an idle floor, so it
+        // moves less than activity, but a waiting GPU draws less.
+        let Some((metric, gpus)) = ["sm_active", "tensor_active", "power_watts"]
             .into_iter()
             .find_map(|m| metrics.get(m).map(|g| (m, g)))
         else {

@@ -4,6 +4,12 @@
 //! tensor pipe) activity stays at its usual level while its peers' drops. Lost time is the
 //! share of wall time the peers spent waiting: over each minute of the episode, one minus
 //! the peers' activity relative to their usual level.
+//!
+//! The peers' usual level is unclear when the episode covers most of the window, or when
+//! the whole job's activity moves (evals, saves, restores): so a GPU also counts as kept
+//! where its activity against its peers' median rose by the drop's share above its own
+//! usual ratio (a low quantile of that ratio over the window: GPUs of a synchronous job
+//! do the same work, and one always busier than the rest is no change).
 
 use std::collections::BTreeMap;
 
@@ -21,14 +27,20 @@ pub struct GpuSeries {
 
 /// The GPU's own level counts as kept when it is at least this share of its usual.
 const KEPT: f64 = 0.9;
+/// The most unmarked buckets in a row inside one episode.
+const MAX_UNMARKED: i64 = 2;
 /// The fewest buckets an episode spans.
 const MIN_BUCKETS: usize = 3;
 /// The quantile of a GPU's own values taken as its usual level (an episode may cover a
 /// good part of the window, so not the median).
 const USUAL_QUANTILE: f64 = 0.8;
 
+/// The quantile of a GPU's activity against its peers' median taken as its usual ratio.
+const RATIO_QUANTILE: f64 = 0.2;
+
 /// In one bucket: the GPU that kept its level, its level and its median peer's (both
-/// relative to their usual).
+/// relative to their usual; for a GPU marked by its ratio to its peers, the peers' level
+/// is that ratio's usual over its current value).
 type Mark = (usize, f64, f64);
 
 fn quantile(xs: &[f64], q: f64) -> Option<f64> {
@@ -70,6 +82,36 @@ pub fn detect(
             rel.entry(t).or_insert_with(|| vec![None; gpus.len()])[i] = Some(v / usual[i]);
         }
     }
+    // Per bucket and GPU: its activity against its peers' median (raw levels).
+    let peer_median = |levels: &[Option<f64>], i: usize| -> Option<f64> {
+        let peers: Vec<f64> = levels
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .filter_map(|(_, v)| *v)
+            .collect();
+        median(&peers)
+    };
+    let ratios: Vec<BTreeMap<i64, f64>> = (0..gpus.len())
+        .map(|i| {
+            rel.iter()
+                .filter_map(|(&t, levels)| {
+                    let own = levels[i]? * usual[i];
+                    let raw: Vec<Option<f64>> = levels
+                        .iter()
+                        .enumerate()
+                        .map(|(j, v)| v.map(|v| v * usual[j]))
+                        .collect();
+                    let p = peer_median(&raw, i)?;
+                    (p > 1e-6).then(|| (t, own / p))
+                })
+                .collect()
+        })
+        .collect();
+    let usual_ratio: Vec<Option<f64>> = ratios
+        .iter()
+        .map(|r| quantile(&r.values().copied().collect::<Vec<_>>(), RATIO_QUANTILE))
+        .collect();
     // Per bucket: the GPU that keeps its level while the median peer drops, if one.
     let floor = 1.0 - cfg.drop_min_rel;
     let marks: Vec<(i64, Option<Mark>)> = rel
@@ -78,15 +120,19 @@ pub fn detect(
             let best = (0..gpus.len())
                 .filter_map(|i| {
                     let own = levels[i]?;
-                    let peers: Vec<f64> = levels
-                        .iter()
-                        .enumerate()
-                        .filter(|(j, _)| *j != i)
-                        .filter_map(|(_, v)| *v)
-                        .collect();
-                    let p = median(&peers)?;
-                    (own >= KEPT && p <= floor && own - p >= cfg.drop_min_rel)
-                        .then_some((i, own, p))
+                    let p = peer_median(levels, i)?;
+                    if own >= KEPT && p <= floor && own - p >= cfg.drop_min_rel {
+                        return Some((i, own, p));
+                    }
+                    // Against its peers: their level relative to its own usual ratio.
+                    let by_ratio = usual_ratio[i]
+                        .zip(ratios[i].get(&t))
+                        .filter(|(u, r)| *u > 1e-6 && **r > 1e-6)
+                        .map(|(u, r)| u / r)?;
+                    // Its own level may wander with the job's (it is the pace): it need
+                    // only stay busy.
+                    (own >= 1.0 - 2.0 * cfg.drop_min_rel && by_ratio <= floor)
+                        .then_some((i, own, by_ratio))
                 })
                 .max_by(|a, b| (a.1 - a.2).total_cmp(&(b.1 - b.2)).then(b.0.cmp(&a.0)));
             (t, best)
@@ -99,14 +145,17 @@ pub fn detect(
             k += 1;
             continue;
         };
-        // Consecutive buckets (one missing or unmarked bucket tolerated) naming this GPU.
+        // Consecutive buckets (up to two missing or unmarked buckets in a row tolerated:
+        // a sample's noise flickers a mark) naming this GPU.
         let mut last = k;
         let mut j = k + 1;
-        while j < marks.len() && marks[j].0 - marks[last].0 <= 2 * bucket_ns {
-            match marks[j].1 {
-                Some((g, _, _)) if g == gpu => last = j,
-                Some(_) => break,
-                None => {}
+        while j < marks.len() && marks[j].0 - marks[last].0 <= (MAX_UNMARKED + 1) * bucket_ns {
+            // A bucket naming another GPU counts as unmarked: the episode ends only
+            // when this GPU stays unnamed for longer than the tolerance.
+            if let Some((g, _, _)) = marks[j].1
+                && g == gpu
+            {
+                last = j;
             }
             j += 1;
         }
@@ -202,6 +251,70 @@ mod tests {
             (300.0..=380.0).contains(&s.lost_seconds),
             "{}",
             s.lost_seconds
+        );
+    }
+
+    /// The episode covers most of the window and the whole job's activity wanders: the
+    /// peers' own usual level is their episode level, but against the straggler they
+    /// dropped.
+    #[test]
+    fn a_straggler_over_most_of_the_window_is_found_against_its_peers() {
+        let gpus: Vec<GpuSeries> = (0..4)
+            .map(|d| GpuSeries {
+                node: format!("n{}", d / 2),
+                device: Some((d % 2).to_string()),
+                points: (0..120)
+                    .map(|m| {
+                        // The job's level wanders between 0.6 and 0.7 (evals, saves).
+                        let job = 0.65 + 0.05 * ((m as f64) / 9.0).sin();
+                        let v = if m >= 30 && d != 2 { job * 0.78 } else { job };
+                        (m * MIN, v)
+                    })
+                    .collect(),
+            })
+            .collect();
+        let found = detect(
+            &WorkloadKey::default(),
+            &gpus,
+            MIN,
+            "sm_active",
+            &DetectorConfig::default(),
+            120 * MIN,
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        let s = &found[0];
+        assert_eq!(s.gpu, Some(("n1".to_string(), Some("0".to_string()))));
+        assert_eq!(s.start_ns, 30 * MIN);
+        assert!(s.ongoing);
+        // 90 minutes with the peers at 0.78 of the straggler's pace: ~22% lost.
+        assert!(
+            (1000.0..=1300.0).contains(&s.lost_seconds),
+            "{}",
+            s.lost_seconds
+        );
+        // One GPU always 20% busier than the rest (rank 0's extra work) is no change.
+        let mut busy = gpus.clone();
+        for g in &mut busy {
+            for p in &mut g.points {
+                let job = 0.65 + 0.05 * ((p.0 / MIN) as f64 / 9.0).sin();
+                p.1 = if g.node == "n1" && g.device.as_deref() == Some("0") {
+                    job
+                } else {
+                    job * 0.8
+                };
+            }
+        }
+        let cfg = DetectorConfig::default();
+        assert!(
+            detect(
+                &WorkloadKey::default(),
+                &busy,
+                MIN,
+                "sm_active",
+                &cfg,
+                120 * MIN
+            )
+            .is_empty()
         );
     }
 

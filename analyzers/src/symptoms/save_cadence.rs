@@ -173,7 +173,10 @@ mod tests {
             .collect();
         let found = detect(&key, &s, &cfg);
         assert_eq!(found.len(), 1, "{found:?}");
-        assert_eq!((found[0].baseline, found[0].observed), (Some(100.0), Some(10.0)));
+        assert_eq!(
+            (found[0].baseline, found[0].observed),
+            (Some(100.0), Some(10.0))
+        );
         // 40 saves over 400 steps where 4 were asked for.
         assert!((found[0].lost_seconds - 36.0 * 14.0).abs() < 1e-6);
         // A restart from an earlier checkpoint (steps going back) is no interval.

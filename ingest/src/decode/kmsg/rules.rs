@@ -665,7 +665,10 @@ mod tests {
         assert_eq!(attr(&f, "disk"), Some("nvme0n1"));
         let f = found("Buffer I/O error on dev sdb1, logical block 0, async page read");
         assert_eq!((f.kind, attr(&f, "disk")), ("io_error", Some("sdb1")));
-        assert_eq!(recognize("nfs: server is a word in prose"), Outcome::Nothing);
+        assert_eq!(
+            recognize("nfs: server is a word in prose"),
+            Outcome::Nothing
+        );
     }
 
     #[test]
