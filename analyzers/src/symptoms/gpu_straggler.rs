@@ -29,6 +29,10 @@ pub struct GpuSeries {
 const KEPT: f64 = 0.9;
 /// The most unmarked buckets in a row inside one episode.
 const MAX_UNMARKED: i64 = 2;
+/// The power metric, read where no profiling field is collected.
+pub const POWER: &str = "power_watts";
+/// The fewest marked buckets an episode on power spans.
+const MIN_POWER_BUCKETS: usize = 10;
 /// The fewest buckets an episode spans.
 const MIN_BUCKETS: usize = 3;
 /// The quantile of a GPU's own values taken as its usual level (an episode may cover a
@@ -165,7 +169,14 @@ pub fn detect(
             .collect();
         let start_ns = marks[k].0;
         let end_ns = marks[last].0 + bucket_ns;
-        if episode.len() >= MIN_BUCKETS && secs(end_ns - start_ns) >= cfg.drop_min_seconds {
+        // Power has an idle floor and moves with clocks and temperature too: only a
+        // persistent episode counts on it.
+        let min_buckets = if metric == POWER {
+            MIN_POWER_BUCKETS
+        } else {
+            MIN_BUCKETS
+        };
+        if episode.len() >= min_buckets && secs(end_ns - start_ns) >= cfg.drop_min_seconds {
             let lost: f64 = episode
                 .iter()
                 .map(|&(_, _, peers)| secs(bucket_ns) * (1.0 - peers).clamp(0.0, 1.0))
