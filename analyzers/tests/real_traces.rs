@@ -150,5 +150,10 @@ fn pai_straggler_found_steady_job_clean_and_job_ends_are_not_stalls() {
         prev = it;
     }
     let err = (s.lost_seconds - truth).abs() / truth;
+    // The figures, for `-- --nocapture`.
+    println!(
+        "{summary:#?}\nepisode {dur} s; lost {} s against {truth:.1} s in the data",
+        s.lost_seconds
+    );
     assert!(err < 0.25, "lost {} against {truth}", s.lost_seconds);
 }

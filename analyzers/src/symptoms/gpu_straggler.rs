@@ -76,17 +76,16 @@ pub fn detect(
             quantile(&vals, USUAL_QUANTILE).unwrap_or(0.0)
         })
         .collect();
-    // bucket -> per GPU relative level
-    let mut rel: BTreeMap<i64, Vec<Option<f64>>> = BTreeMap::new();
+    // bucket -> per GPU level (GPUs with no usual level left out)
+    let mut raw: BTreeMap<i64, Vec<Option<f64>>> = BTreeMap::new();
     for (i, g) in gpus.iter().enumerate() {
         if usual[i] <= 1e-6 {
             continue;
         }
         for &(t, v) in &g.points {
-            rel.entry(t).or_insert_with(|| vec![None; gpus.len()])[i] = Some(v / usual[i]);
+            raw.entry(t).or_insert_with(|| vec![None; gpus.len()])[i] = Some(v);
         }
     }
-    // Per bucket and GPU: its activity against its peers' median (raw levels).
     let peer_median = |levels: &[Option<f64>], i: usize| -> Option<f64> {
         let peers: Vec<f64> = levels
             .iter()
@@ -96,42 +95,39 @@ pub fn detect(
             .collect();
         median(&peers)
     };
-    let ratios: Vec<BTreeMap<i64, f64>> = (0..gpus.len())
+    // A GPU's level against its peers' median in one bucket.
+    let ratio = |levels: &[Option<f64>], i: usize| -> Option<f64> {
+        let p = peer_median(levels, i).filter(|p| *p > 1e-6)?;
+        Some(levels[i]? / p)
+    };
+    let usual_ratio: Vec<Option<f64>> = (0..gpus.len())
         .map(|i| {
-            rel.iter()
-                .filter_map(|(&t, levels)| {
-                    let own = levels[i]? * usual[i];
-                    let raw: Vec<Option<f64>> = levels
-                        .iter()
-                        .enumerate()
-                        .map(|(j, v)| v.map(|v| v * usual[j]))
-                        .collect();
-                    let p = peer_median(&raw, i)?;
-                    (p > 1e-6).then(|| (t, own / p))
-                })
-                .collect()
+            let rs: Vec<f64> = raw.values().filter_map(|l| ratio(l, i)).collect();
+            quantile(&rs, RATIO_QUANTILE)
         })
-        .collect();
-    let usual_ratio: Vec<Option<f64>> = ratios
-        .iter()
-        .map(|r| quantile(&r.values().copied().collect::<Vec<_>>(), RATIO_QUANTILE))
         .collect();
     // Per bucket: the GPU that keeps its level while the median peer drops, if one.
     let floor = 1.0 - cfg.drop_min_rel;
-    let marks: Vec<(i64, Option<Mark>)> = rel
+    let marks: Vec<(i64, Option<Mark>)> = raw
         .iter()
         .map(|(&t, levels)| {
+            // Each GPU's level relative to its usual.
+            let rel: Vec<Option<f64>> = levels
+                .iter()
+                .zip(&usual)
+                .map(|(v, u)| v.map(|v| v / u))
+                .collect();
             let best = (0..gpus.len())
                 .filter_map(|i| {
-                    let own = levels[i]?;
-                    let p = peer_median(levels, i)?;
+                    let own = rel[i]?;
+                    let p = peer_median(&rel, i)?;
                     if own >= KEPT && p <= floor && own - p >= cfg.drop_min_rel {
                         return Some((i, own, p));
                     }
                     // Against its peers: their level relative to its own usual ratio.
                     let by_ratio = usual_ratio[i]
-                        .zip(ratios[i].get(&t))
-                        .filter(|(u, r)| *u > 1e-6 && **r > 1e-6)
+                        .zip(ratio(levels, i))
+                        .filter(|(u, r)| *u > 1e-6 && *r > 1e-6)
                         .map(|(u, r)| u / r)?;
                     // Its own level may wander with the job's (it is the pace): it need
                     // only stay busy.
@@ -221,6 +217,18 @@ mod tests {
     const S: i64 = 1_000_000_000;
     const MIN: i64 = 60 * S;
 
+    /// The detector over two hours of one-minute SM activity buckets.
+    fn detect_sm(gpus: &[GpuSeries]) -> Vec<Symptom> {
+        detect(
+            &WorkloadKey::default(),
+            gpus,
+            MIN,
+            "sm_active",
+            &DetectorConfig::default(),
+            120 * MIN,
+        )
+    }
+
     /// Eight GPUs at ~0.8 SM activity for 120 minutes; from minute 60 to 75 GPU 3 is slow
     /// and the others drop to `peers` while it keeps its level.
     fn fleet(peers: f64) -> Vec<GpuSeries> {
@@ -245,14 +253,7 @@ mod tests {
 
     #[test]
     fn the_gpu_that_keeps_working_while_its_peers_wait_is_the_straggler() {
-        let found = detect(
-            &WorkloadKey::default(),
-            &fleet(0.5),
-            MIN,
-            "sm_active",
-            &DetectorConfig::default(),
-            120 * MIN,
-        );
+        let found = detect_sm(&fleet(0.5));
         assert_eq!(found.len(), 1, "{found:?}");
         let s = &found[0];
         assert_eq!(s.gpu, Some(("n0".to_string(), Some("3".to_string()))));
@@ -284,14 +285,7 @@ mod tests {
                     .collect(),
             })
             .collect();
-        let found = detect(
-            &WorkloadKey::default(),
-            &gpus,
-            MIN,
-            "sm_active",
-            &DetectorConfig::default(),
-            120 * MIN,
-        );
+        let found = detect_sm(&gpus);
         assert_eq!(found.len(), 1, "{found:?}");
         let s = &found[0];
         assert_eq!(s.gpu, Some(("n1".to_string(), Some("0".to_string()))));
@@ -315,25 +309,12 @@ mod tests {
                 };
             }
         }
-        let cfg = DetectorConfig::default();
-        assert!(
-            detect(
-                &WorkloadKey::default(),
-                &busy,
-                MIN,
-                "sm_active",
-                &cfg,
-                120 * MIN
-            )
-            .is_empty()
-        );
+        assert!(detect_sm(&busy).is_empty());
     }
 
     #[test]
     fn steady_gpus_and_a_job_wide_dip_are_no_straggler() {
-        let cfg = DetectorConfig::default();
-        let key = WorkloadKey::default();
-        assert!(detect(&key, &fleet(0.8), MIN, "sm_active", &cfg, 120 * MIN).is_empty());
+        assert!(detect_sm(&fleet(0.8)).is_empty());
         // Every GPU drops together (an input stall): nobody kept working.
         let mut all = fleet(0.5);
         for p in &mut all[3].points {
@@ -341,6 +322,6 @@ mod tests {
                 p.1 = 0.5;
             }
         }
-        assert!(detect(&key, &all, MIN, "sm_active", &cfg, 120 * MIN).is_empty());
+        assert!(detect_sm(&all).is_empty());
     }
 }

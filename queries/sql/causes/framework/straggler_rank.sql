@@ -1,13 +1,15 @@
 -- framework.straggler_rank: one rank is slow and holds back the rest. For a straggler
--- symptom, its rank (or, found without per-rank data, the GPU that kept its SM activity
--- while its peers' dropped); for a regression, a rank whose median compute_seconds in
+-- symptom, its rank (or, found without per-rank data, the GPU that kept its SM activity,
+-- tensor pipe activity or power draw — the symptom's metric — while its peers' dropped); for a regression, a rank whose median compute_seconds in
 -- the window is over 15% above its peers', or else (rank-0-only or no SDK data) the one
 -- GPU of the workload whose SM activity stayed at its level before the onset while the
 -- median peer's dropped by 15% or more. Attribution keeps it as the verdict only where
 -- no infra cause on its node or GPU explains it.
 WITH own AS (
   SELECT s.slowdown_id, s.rank, s.start AS time, s.baseline, s.observed,
-    f.node, f.device
+    f.node, f.device,
+    CASE s.metric WHEN 'tensor_active' THEN 'tensor pipe activity'
+      WHEN 'power_watts' THEN 'power draw' ELSE 'SM activity' END AS signal
   FROM symptoms s
   LEFT JOIN (SELECT slowdown_id, min(node) AS node, min(device) AS device FROM symptom_scope
              WHERE level = 'focus' GROUP BY slowdown_id) f ON f.slowdown_id = s.slowdown_id
@@ -61,7 +63,7 @@ SELECT slowdown_id, 'framework.straggler_rank' AS cause, 'workload' AS scope, no
       CAST(round(baseline, 2) AS VARCHAR), ' s')
   ELSE
     concat('The GPU ', coalesce(device, '?'), ' on ', coalesce(node, '?'),
-      ' kept its SM activity (', CAST(round(100 * observed) AS VARCHAR),
+      ' kept its ', signal, ' (', CAST(round(100 * observed) AS VARCHAR),
       '% of its usual) while its peers waited at ', CAST(round(100 * baseline) AS VARCHAR),
       '% of theirs: the slow rank runs there')
   END AS summary
