@@ -173,7 +173,6 @@ pub async fn analyze(
         }
         let wk = (key.namespace.clone(), key.workload.clone());
         let marks = pauses.get(&wk).cloned().unwrap_or_default();
-        let (p, evals) = (marks.stall_pauses.clone(), marks.evals.clone());
         found.extend(startup_stall(key, run, &marks, cfg));
         let finished = lifecycle.get(&wk).and_then(|l| {
             l.iter()
@@ -190,7 +189,7 @@ pub async fn analyze(
             last_warning_ns: extent.and_then(|e| e.warned_ns),
         };
         let pace = paces.entry(wk).or_default();
-        found.extend(detect_run(key, run, &p, &evals, pace, horizon, &end, cfg));
+        found.extend(detect_run(key, run, &marks, pace, horizon, &end, cfg));
     }
     // Regressions: the wall-clock pace of each workload across its runs (a run started
     // with a new configuration is compared with the previous one), in buckets long enough

@@ -80,11 +80,15 @@ pub fn attribute(
             None => best.push((c, s)),
         }
     }
-    let supported: Vec<(&Candidate, f64)> = best
+    let mut supported: Vec<(&Candidate, f64)> = best
         .iter()
         .filter(|(_, s)| *s >= SUPPORTED)
         .copied()
         .collect();
+    // A conclusion by elimination holds only while nothing else is supported.
+    if supported.iter().any(|(c, _)| !by_elimination(c)) {
+        supported.retain(|(c, _)| !by_elimination(c));
+    }
     if supported.is_empty() {
         return vec![unknown(symptom, &best, rules_run)];
     }
@@ -198,6 +202,13 @@ pub fn attribute(
             .then(a.device.cmp(&b.device))
     });
     out
+}
+
+/// A candidate concluded by elimination: the input pipeline named because the devices
+/// idled together and no event says anything (causes.md: "duty cycle down with no infra
+/// signal").
+fn by_elimination(c: &Candidate) -> bool {
+    c.cause == Cause::DataloaderStall && c.evidence.is_empty()
 }
 
 fn round3(x: f64) -> f64 {
@@ -502,5 +513,42 @@ mod tests {
             26,
         );
         assert_eq!(out[0].cause, Cause::StragglerRank);
+    }
+
+    #[test]
+    fn idle_devices_name_the_dataloader_only_when_nothing_else_is_supported() {
+        let mut idle = cand(Cause::DataloaderStall, 1000, Reach::Workload, None, "");
+        idle.evidence.clear();
+        idle.strength = 0.5;
+        let refs = [&idle];
+        let out = attribute(
+            &symptom(SymptomKind::Regression),
+            &refs,
+            &HashMap::new(),
+            &[],
+            26,
+        );
+        assert_eq!(out[0].cause, Cause::DataloaderStall);
+        let mut nic = cand(
+            Cause::NetworkDegraded,
+            990,
+            Reach::WorkloadNodes,
+            Some("n1"),
+            "flap",
+        );
+        nic.strength = 0.6;
+        let refs = [&idle, &nic];
+        let out = attribute(
+            &symptom(SymptomKind::Regression),
+            &refs,
+            &HashMap::new(),
+            &[],
+            26,
+        );
+        assert_eq!(out[0].cause, Cause::NetworkDegraded);
+        assert!(
+            out.iter().all(|a| a.cause != Cause::DataloaderStall),
+            "{out:?}"
+        );
     }
 }

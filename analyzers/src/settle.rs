@@ -73,7 +73,26 @@ pub fn settle_kinds(mut findings: Vec<Finding>) -> Vec<Finding> {
                 continue;
             }
             if verdict(&findings[i]) == Some(Cause::StragglerRank) {
-                dropped.insert(j);
+                // The rank explains the job's pace only where it held the others back
+                // over most of it: a short episode inside a longer regression is part of
+                // that slowdown, not its cause.
+                if overlap * 2 >= (b.end_ns - b.start_ns).max(1) {
+                    // One slowdown: the rank's, over the job's pace window, costing what
+                    // the steps measured (GPU activity only estimates the wait).
+                    let (start, end, ongoing, lost) =
+                        (b.start_ns, b.end_ns, b.ongoing, b.lost_seconds);
+                    let f = &mut findings[i];
+                    f.symptom.start_ns = f.symptom.start_ns.min(start);
+                    f.symptom.end_ns = f.symptom.end_ns.max(end);
+                    f.symptom.ongoing |= ongoing;
+                    f.symptom.lost_seconds = lost;
+                    if let Some(v) = f.causes.first_mut() {
+                        v.explained_seconds = lost;
+                    }
+                    dropped.insert(j);
+                } else {
+                    dropped.insert(i);
+                }
             } else {
                 // The job's pace is the slowdown; the straggler's own attribution looked
                 // at the rank's GPU and node, where a rank-local cause sits: it names the
@@ -145,4 +164,88 @@ pub fn settle_kinds(mut findings: Vec<Finding>) -> Vec<Finding> {
         .filter(|(i, _)| !dropped.contains(i))
         .map(|(_, f)| f)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attribution::Attributed;
+    use crate::symptoms::{Symptom, WorkloadKey};
+
+    const MIN: i64 = 60_000_000_000;
+
+    fn finding(kind: SymptomKind, from_min: i64, to_min: i64, lost: f64, cause: Cause) -> Finding {
+        Finding {
+            slowdown_id: format!("{}-{from_min}", kind.as_str()),
+            symptom: Symptom {
+                key: WorkloadKey::default(),
+                kind,
+                start_ns: from_min * MIN,
+                end_ns: to_min * MIN,
+                ongoing: false,
+                lost_seconds: lost,
+                baseline: None,
+                observed: None,
+                metric: None,
+                rank: None,
+                plot: Vec::new(),
+                restored: false,
+                gpu: Some(("n1".into(), Some("0".into()))),
+            },
+            nodes: Vec::new(),
+            pods: Vec::new(),
+            causes: vec![Attributed {
+                cause,
+                layer: cause.layer(),
+                confidence: 0.8,
+                explained_seconds: lost,
+                node: None,
+                device: None,
+                summary: String::new(),
+                evidence: Vec::new(),
+                chain: Vec::new(),
+                consequence: false,
+            }],
+            marks: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_rank_that_held_the_job_back_over_its_regression_is_the_slowdown() {
+        let out = settle_kinds(vec![
+            finding(SymptomKind::Regression, 40, 160, 1500.0, Cause::Unknown),
+            finding(
+                SymptomKind::Straggler,
+                50,
+                140,
+                1200.0,
+                Cause::StragglerRank,
+            ),
+        ]);
+        assert_eq!(out.len(), 1, "{out:?}");
+        let s = &out[0].symptom;
+        assert_eq!(s.kind, SymptomKind::Straggler);
+        // The job's pace window and the cost its steps measured.
+        assert_eq!((s.start_ns, s.end_ns), (40 * MIN, 160 * MIN));
+        assert_eq!(s.lost_seconds, 1500.0);
+        assert_eq!(out[0].causes[0].explained_seconds, 1500.0);
+    }
+
+    #[test]
+    fn a_short_straggler_inside_a_longer_regression_is_part_of_it() {
+        // Five minutes of one GPU less idle than the rest inside a 45-minute input stall.
+        let out = settle_kinds(vec![
+            finding(
+                SymptomKind::Regression,
+                45,
+                90,
+                900.0,
+                Cause::DataloaderStall,
+            ),
+            finding(SymptomKind::Straggler, 71, 76, 70.0, Cause::StragglerRank),
+        ]);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].symptom.kind, SymptomKind::Regression);
+        assert_eq!(out[0].causes[0].cause, Cause::DataloaderStall);
+    }
 }

@@ -134,6 +134,11 @@ impl Pauses {
         ns as f64 / 1e9
     }
 
+    /// The merged `(start_ns, end_ns)` intervals, in order.
+    pub fn intervals(&self) -> &[(i64, i64)] {
+        &self.0
+    }
+
     /// Whether `t_ns` lies inside a pause.
     pub fn contains(&self, t_ns: i64) -> bool {
         self.0.iter().any(|&(a, b)| a <= t_ns && t_ns <= b)

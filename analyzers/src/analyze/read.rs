@@ -158,8 +158,12 @@ pub async fn read_pauses(
         let mut m = Marks::default();
         for (t, k, s) in &evs {
             match k.as_str() {
-                "run_started" => m.run_starts.push(*t),
+                "run_started" => {
+                    m.run_starts.push(*t);
+                    m.restarts.push(*t);
+                }
                 "checkpoint_restored" => {
+                    m.restarts.push(*t);
                     if let Some(s) = s {
                         m.restores.push((*t, *s));
                     }
@@ -171,6 +175,7 @@ pub async fn read_pauses(
                         evals.push((f, *t));
                     }
                 }
+                "compile" => m.compiles.push((*t, *s)),
                 "checkpoint_saved" => {
                     if let Some(s) = s {
                         m.save_secs.push((*t, *s));
@@ -194,11 +199,12 @@ pub async fn read_lifecycle(
     let mut out: BTreeMap<WorkloadName, Vec<Lifecycle>> = BTreeMap::new();
     for b in sql::collect(ctx, q::LIFECYCLE, params).await? {
         let c = Columns::new(&b, q::LIFECYCLE.path);
-        let (ns, w, kind, time) = (
+        let (ns, w, kind, time, pod) = (
             c.strings("namespace")?,
             c.strings("workload")?,
             c.strings("kind")?,
             c.times("time")?,
+            c.strings("pod")?,
         );
         for i in 0..b.num_rows() {
             let (Some(k), Some(t)) = (&kind[i], time[i]) else {
@@ -209,6 +215,7 @@ pub async fn read_lifecycle(
                 .push(Lifecycle {
                     time_ns: t,
                     kind: k.clone(),
+                    pod: pod[i].clone(),
                 });
         }
     }

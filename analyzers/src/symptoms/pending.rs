@@ -9,6 +9,8 @@ use super::{DetectorConfig, Symptom, SymptomKind, WorkloadKey, secs};
 pub struct Lifecycle {
     pub time_ns: i64,
     pub kind: String,
+    /// The pod the mark is about, where it names one.
+    pub pod: Option<String>,
 }
 
 fn waits(kind: &str) -> bool {
@@ -103,6 +105,64 @@ pub fn waits_of(events: &[Lifecycle], horizon_ns: i64) -> Vec<(i64, i64, bool)> 
     if let Some(s) = since {
         out.push((s, horizon_ns.max(s), true));
     }
+    merge(out, pod_waits(events, horizon_ns))
+}
+
+/// Kinds that say a pod waits to be placed or admitted, from its own marks.
+fn pod_waits_kind(kind: &str) -> bool {
+    waits(kind) || matches!(kind, "pod_unschedulable" | "workload_created")
+}
+
+/// Each new pod's own wait: from its first wait mark (created, gated, pending, queued)
+/// to its first run, where nothing ran in it before (a pod evicted after running is
+/// replaced by another pod; it never runs again). A replica of a Deployment that stays
+/// gated while its siblings run waits, though the workload as a whole runs.
+fn pod_waits(events: &[Lifecycle], horizon_ns: i64) -> Vec<(i64, i64, bool)> {
+    let mut pods: std::collections::BTreeMap<&str, Vec<&Lifecycle>> = Default::default();
+    for e in events {
+        if let Some(p) = e.pod.as_deref() {
+            pods.entry(p).or_default().push(e);
+        }
+    }
+    let mut out = Vec::new();
+    for marks in pods.values() {
+        let containers = marks.iter().any(|e| e.kind == "container_started");
+        let Some(first) = marks
+            .iter()
+            .position(|e| pod_waits_kind(&e.kind) || runs(&e.kind, containers))
+        else {
+            continue;
+        };
+        if !pod_waits_kind(&marks[first].kind) {
+            continue;
+        }
+        let start = marks[first].time_ns;
+        let until = marks[first..]
+            .iter()
+            .find(|e| runs(&e.kind, containers) || ends(&e.kind));
+        match until {
+            Some(e) if ends(&e.kind) => {}
+            Some(e) => out.push((start, e.time_ns, false)),
+            None => out.push((start, horizon_ns.max(start), true)),
+        }
+    }
+    out
+}
+
+/// The union of two lists of waits: overlapping ones become one, ongoing if either is.
+fn merge(mut a: Vec<(i64, i64, bool)>, b: Vec<(i64, i64, bool)>) -> Vec<(i64, i64, bool)> {
+    a.extend(b);
+    a.sort_by_key(|w| (w.0, w.1));
+    let mut out: Vec<(i64, i64, bool)> = Vec::with_capacity(a.len());
+    for w in a {
+        match out.last_mut() {
+            Some(last) if w.0 <= last.1 => {
+                last.1 = last.1.max(w.1);
+                last.2 |= w.2;
+            }
+            _ => out.push(w),
+        }
+    }
     out
 }
 
@@ -156,7 +216,51 @@ mod tests {
         Lifecycle {
             time_ns: t * S,
             kind: k.to_string(),
+            pod: None,
         }
+    }
+
+    fn pod_ev(t: i64, k: &str, pod: &str) -> Lifecycle {
+        Lifecycle {
+            pod: Some(pod.to_string()),
+            ..ev(t, k)
+        }
+    }
+
+    #[test]
+    fn a_replica_gated_while_its_siblings_run_waits() {
+        // A Deployment scales 1 -> 3: two new replicas start in seconds, the third stays
+        // gated for quota; the old replica runs throughout.
+        let events = vec![
+            pod_ev(0, "scheduled", "old"),
+            ev(5000, "created"),
+            pod_ev(5000, "workload_created", "a"),
+            pod_ev(5000, "workload_created", "b"),
+            pod_ev(5000, "workload_created", "c"),
+            pod_ev(5000, "pod_unschedulable", "c"),
+            pod_ev(5005, "started", "a"),
+            pod_ev(5006, "started", "b"),
+            pod_ev(5007, "pending", "c"),
+            pod_ev(5010, "container_started", "a"),
+            pod_ev(5011, "container_started", "b"),
+        ];
+        let ws = waits_of(&events, 9000 * S);
+        assert_eq!(ws, vec![(5000 * S, 9000 * S, true)]);
+        let found = detect(
+            &WorkloadKey::default(),
+            &events,
+            &DetectorConfig::default(),
+            9000 * S,
+        );
+        assert_eq!(found.len(), 1);
+        assert!((found[0].lost_seconds - 4000.0).abs() < 1e-9);
+        // Once it runs, the wait ends.
+        let mut placed = events.clone();
+        placed.push(pod_ev(6000, "container_started", "c"));
+        assert_eq!(
+            waits_of(&placed, 9000 * S),
+            vec![(5000 * S, 6000 * S, false)]
+        );
     }
 
     #[test]

@@ -28,6 +28,9 @@ pub struct ProgressInput<'a> {
     pub metric: &'a str,
     /// Whether each point's value is the wall time of its step (`step_time_seconds`).
     pub own_step_time: bool,
+    /// When the run started again or restored a checkpoint: a gap holding one is a
+    /// restart by its own evidence, however coarse the progress samples are.
+    pub restarts: &'a [i64],
 }
 
 /// The stalls and restarts of one run, in time order.
@@ -47,9 +50,8 @@ pub fn detect(input: &ProgressInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
     // A run that reports every N steps (or minutes) is not stalled between reports.
     let gaps: Vec<f64> = pts.windows(2).map(|w| secs(w[1].0 - w[0].0)).collect();
     let sampling = super::stats::median(&gaps).unwrap_or(0.0);
-    let threshold = (cfg.stall_factor * base)
-        .max(cfg.stall_min_seconds)
-        .max(3.0 * sampling);
+    let restart_threshold = (cfg.stall_factor * base).max(cfg.stall_min_seconds);
+    let threshold = restart_threshold.max(3.0 * sampling);
     let mut out = Vec::new();
     let mut j = 1;
     while j < pts.len() {
@@ -59,7 +61,11 @@ pub fn detect(input: &ProgressInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
         // step): only the rest of the gap is idle.
         let own = if input.own_step_time { values[j] } else { 0.0 };
         let gap = secs(t - t_prev) - input.pauses.overlap_seconds(t_prev, t) - own;
-        let stalled = gap > threshold;
+        // A restart inside the gap: the time beyond the steps it advanced was lost, even
+        // where the samples are too far apart for the gap alone to say so.
+        let restart_inside = input.restarts.iter().any(|&r| r > t_prev && r <= t);
+        let stalled = gap > threshold
+            || (restart_inside && gap - (s - s_prev).max(0) as f64 * base > restart_threshold);
         let went_back = s < s_prev;
         if !stalled && !went_back {
             j += 1;
@@ -87,7 +93,8 @@ pub fn detect(input: &ProgressInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
         let restored = pts[j..]
             .iter()
             .take_while(|p| p.0 <= t_end)
-            .any(|p| p.1 < s_start);
+            .any(|p| p.1 < s_start)
+            || input.restarts.iter().any(|&r| r > t_start && r <= t_end);
         out.push(symptom(
             input,
             kind,
@@ -201,6 +208,7 @@ mod tests {
             last_warning_ns: None,
             metric: "step_time_seconds",
             own_step_time: false,
+            restarts: &[],
         }
     }
 
@@ -284,5 +292,35 @@ mod tests {
         assert!(found[0].ongoing);
         assert_eq!(found[0].end_ns, 900 * S);
         assert!((found[0].lost_seconds - 700.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_restart_between_coarse_samples_is_a_stall_by_its_own_evidence() {
+        // A trainer logging every 50 steps (100 s at 2 s a step); one gap is 235 s: less
+        // than three samples apart, so the gap alone says nothing.
+        let mut steps: Vec<(i64, i64)> = (0..=20).map(|i| (i * 100, i * 50)).collect();
+        steps.extend((21..=40).map(|i| (2235 + (i - 21) * 100, i * 50)));
+        let pts = run(steps);
+        let key = WorkloadKey::default();
+        let p = Pauses::default();
+        let quiet = input(&key, &pts, &p, 4200);
+        assert!(detect(&quiet, &DetectorConfig::default()).is_empty());
+        // The process restarted inside it (a restore was told at 2100 s): 135 s lost
+        // beyond the 50 steps' 100 s of work.
+        let restarts = [2100 * S];
+        let told = ProgressInput {
+            restarts: &restarts,
+            ..input(&key, &pts, &p, 4200)
+        };
+        let found = detect(&told, &DetectorConfig::default());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].kind, SymptomKind::Stall);
+        assert!(found[0].restored);
+        assert_eq!((found[0].start_ns, found[0].end_ns), (2000 * S, 2235 * S));
+        assert!(
+            (found[0].lost_seconds - 135.0).abs() < 1e-9,
+            "{}",
+            found[0].lost_seconds
+        );
     }
 }

@@ -30,6 +30,49 @@ pub struct Marks {
     pub restores: Vec<(i64, f64)>,
     /// (end, seconds) of each save that says how long it took, once, in order.
     pub save_secs: Vec<(i64, f64)>,
+    /// Run starts and checkpoint restores (told or timed), in order.
+    pub restarts: Vec<i64>,
+    /// Compilations (the first of a process and recompiles): (logged time, seconds where
+    /// the line says). Compiling is work, not a stall; a recompile's cost is pace.
+    pub compiles: Vec<(i64, Option<f64>)>,
+}
+
+/// The longest a compilation announced at its start (dynamo's `Recompiling function`)
+/// is taken to last when no progress follows: longer silence is a stall.
+const OPEN_COMPILE_MAX_NS: i64 = 30 * 60 * 1_000_000_000;
+/// Progress lines this soon after a compilation's announcement still report the step
+/// before it.
+const ANNOUNCE_SKEW_NS: i64 = 1_000_000_000;
+
+/// `pauses` with the compilations added: one that says how long it took was logged when
+/// it ended; one announced at its start lasts until the step advances past where it was.
+fn with_compiles(pauses: &Pauses, compiles: &[(i64, Option<f64>)], progress: &[Point]) -> Pauses {
+    if compiles.is_empty() {
+        return pauses.clone();
+    }
+    let mut intervals = pauses.intervals().to_vec();
+    for &(t, seconds) in compiles {
+        match seconds {
+            Some(s) if s > 0.0 => intervals.push((t - (s * 1e9) as i64, t)),
+            _ => {
+                // Lines printed within a second of the announcement report work done
+                // before it (a trainer logs a step after the next one began).
+                let settled = t + ANNOUNCE_SKEW_NS;
+                let reached = progress
+                    .iter()
+                    .filter(|p| p.time_ns <= settled)
+                    .filter_map(|p| p.step)
+                    .max();
+                let next = progress
+                    .iter()
+                    .filter(|p| p.time_ns > settled)
+                    .find(|p| p.step.is_some_and(|s| reached.is_none_or(|r| s > r)))
+                    .map_or(t, |p| p.time_ns);
+                intervals.push((t, next.min(t + OPEN_COMPILE_MAX_NS)));
+            }
+        }
+    }
+    Pauses::new(intervals)
 }
 
 /// What says whether a run that stopped reporting has ended.
@@ -47,8 +90,7 @@ pub struct RunEnd {
 pub fn detect_run(
     key: &WorkloadKey,
     run: &RunSeries,
-    pauses: &Pauses,
-    evals: &Pauses,
+    marks: &Marks,
     pace_out: &mut Vec<PacePair>,
     horizon: i64,
     end: &RunEnd,
@@ -76,6 +118,17 @@ pub fn detect_run(
             .map(|v| v.iter().filter(|p| p.step.is_some()).copied().collect())
             .unwrap_or_default(),
     };
+    // Where the step is coarse (a trainer's log shows the epoch to two decimals) several
+    // samples repeat one step: the step was reached at the first of them, and the time
+    // to the next step runs from there.
+    let mut advances: Vec<Point> = Vec::with_capacity(progress_pts.len());
+    for p in &progress_pts {
+        if advances.last().is_none_or(|l| l.step != p.step) {
+            advances.push(*p);
+        }
+    }
+    let pauses = &with_compiles(&marks.stall_pauses, &marks.compiles, &progress_pts);
+    let evals = &marks.evals;
     let baseline_step = match pace {
         Some(("step_time_seconds", pts)) => {
             let clean: Vec<Point> = pts
@@ -88,7 +141,7 @@ pub fn detect_run(
         _ => None,
     }
     .or_else(|| {
-        let per_step: Vec<f64> = progress_pts
+        let per_step: Vec<f64> = advances
             .windows(2)
             .filter_map(|w| {
                 let ds = w[1].step? - w[0].step?;
@@ -114,19 +167,23 @@ pub fn detect_run(
                 last_warning_ns: end.last_warning_ns,
                 metric,
                 own_step_time: metric == "step_time_seconds",
+                restarts: &marks.restarts,
             },
             cfg,
         ));
     }
-    // The wall-clock pace between progress samples, away from incidents (and their
-    // warm-up) and announced evals; saves stay in: they are part of the pace.
+    // The wall-clock pace between progress samples, away from the run's own start and
+    // incidents (and their warm-up: the first steps compile and fill caches) and
+    // announced evals; saves stay in: they are part of the pace.
     let warmup = (baseline_step * 20.0 * 1e9) as i64;
-    for w in progress_pts.windows(2) {
+    let began = advances.first().map_or(i64::MIN, |p| p.time_ns);
+    for w in advances.windows(2) {
         let (Some(s0), Some(s1)) = (w[0].step, w[1].step) else {
             continue;
         };
         let (t0, t1) = (w[0].time_ns, w[1].time_ns);
         if s1 <= s0
+            || t0 < began.saturating_add(warmup)
             || out
                 .iter()
                 .any(|s| t1 >= s.start_ns && t0 <= s.end_ns + warmup)

@@ -1,5 +1,5 @@
 -- Per symptom and level signal of its workload — dataloader waits (the seconds waited) and
--- recompiles (their count) — the rate per second inside the symptom (from 10 minutes
+-- recompiles (their count, logged compilations after the first included) — the rate per second inside the symptom (from 10 minutes
 -- before its onset, the lag a pace regression may be found by) and before it (in the hour
 -- before, as long as the workload was there, at least a minute), and the strength of the
 -- rise: none at the workload's usual rate, full from twice it, full too where there was
@@ -11,6 +11,9 @@ WITH signals AS (
       ELSE 1.0 END AS amount
   FROM events
   WHERE kind IN ('dataloader_wait', 'recompile') AND workload IS NOT NULL
+  UNION ALL
+  SELECT namespace, workload, 'recompile' AS kind, time, 1.0 AS amount
+  FROM repeat_compiles WHERE workload IS NOT NULL
 ),
 amounts AS (
   SELECT s.slowdown_id, g.kind,

@@ -3,7 +3,7 @@
 -- GPU, the same node, another node of the workload, or elsewhere in the cluster.
 -- `time` is when the thing began: messages that state their own duration are logged when
 -- it ends (an NCCL watchdog's "ran for N milliseconds", a hung task "blocked for more
--- than N seconds", an image "pulled in 11m15s", a checkpoint saved or restored "in N s"),
+-- than N seconds", an image "pulled in 11m15s", a checkpoint saved or restored "in N s", a compilation finished "in N sec"),
 -- so they are dated back by it; `logged_time` is the time the source gave.
 -- `symptoms` and `symptom_scope` are registered by the analyzer before the rules run.
 -- (Aliases are long on purpose: DataFusion 55 trips over a rule's alias that repeats one
@@ -32,6 +32,7 @@ JOIN (
       WHEN kind = 'collective_timeout' THEN TRY_CAST(attrs['elapsed_ms'] AS DOUBLE) / 1000.0
       WHEN kind = 'hung_task' THEN TRY_CAST(attrs['blocked_seconds'] AS DOUBLE)
       WHEN kind = 'image_pulled' THEN TRY_CAST(attrs['pull_seconds'] AS DOUBLE)
+      WHEN kind = 'compile' THEN TRY_CAST(attrs['seconds'] AS DOUBLE)
     END AS duration_seconds
   FROM events
 ) evt ON evt.time >= sym.onset_from AND evt.time <= sym."end"

@@ -1,14 +1,16 @@
 -- Lifecycle marks of every workload (queued, admitted, evicted, pods scheduled, run
--- started or finished, containers started, image pulls) inside the window, in time order: the input of the pending
--- detector and of each run's end.
-SELECT namespace, workload, run_id, kind, time
+-- started or finished, containers started, image pulls; a pod gated or given a Kueue
+-- Workload) inside the window, in time order, with the pod each names: the input of the
+-- pending detector and of each run's end.
+SELECT namespace, workload, run_id, kind, time, pod
 FROM events
 WHERE workload IS NOT NULL
   AND kind IN ('pending', 'failed_scheduling', 'evicted', 'preempted', 'suspended', 'requeued',
                'created', 'admitted', 'resumed', 'quota_reserved', 'scheduled', 'started',
                'run_started', 'finished', 'completed', 'run_finished', 'deleted',
                'saw_completed_job',
-               'container_started', 'image_pulling', 'image_pulled', 'image_pull_failed')
+               'container_started', 'image_pulling', 'image_pulled', 'image_pull_failed',
+               'pod_unschedulable', 'workload_created')
   -- A controller creating a child Job (a CronJob's run, a JobSet's replicated Job) does not
   -- wait for it: that Job is a workload of its own.
   AND NOT (kind = 'created' AND coalesce(attrs['child_kind'], '') = 'Job')

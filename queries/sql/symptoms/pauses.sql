@@ -1,4 +1,5 @@
--- What the framework announces, per workload and run: evals (eval_started ..
+-- What the framework announces, per workload and run: compilations (a recompile event
+-- or a logged compile, with the seconds it says it took), evals (eval_started ..
 -- eval_finished, or a trainer's logged eval metrics whose `eval_runtime` says how long the
 -- eval that just ended took), run starts, and each checkpoint save and restore once (as
 -- `checkpoint_ops` groups their reports) at its end (its start plus its duration, which
@@ -8,6 +9,12 @@ SELECT namespace, workload, run_id, kind, time,
   TRY_CAST(attrs['seconds'] AS DOUBLE) AS seconds
 FROM events
 WHERE kind IN ('eval_started', 'eval_finished', 'run_started')
+  AND time >= $from - INTERVAL '1 hour' AND time <= $to
+UNION ALL
+SELECT namespace, workload, run_id, 'compile' AS kind, time,
+  TRY_CAST(attrs['seconds'] AS DOUBLE) AS seconds
+FROM events
+WHERE kind IN ('recompile', 'compile') AND workload IS NOT NULL
   AND time >= $from - INTERVAL '1 hour' AND time <= $to
 UNION ALL
 SELECT namespace, workload, min(run_id) AS run_id, kind,

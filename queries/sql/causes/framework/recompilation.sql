@@ -1,5 +1,6 @@
 -- framework.recompilation: the workload's program recompiled (shape changes,
--- XLA/torch.compile) at the onset or during the slowdown.
+-- XLA/torch.compile) at the onset or during the slowdown: recompile events, or logged
+-- compilations after a function's first (`repeat_compiles`).
 -- Strength (`symptom_level_rates`): recompiles as often as the workload already did
 -- before the onset are its usual behaviour, not a change.
 WITH cand AS (
@@ -9,7 +10,8 @@ WITH cand AS (
     concat(CAST(count(*) AS VARCHAR), ' recompilation(s): ', first_value(message ORDER BY time))
       AS summary
   FROM symptom_events
-  WHERE scope = 'workload' AND kind = 'recompile'
+  WHERE scope = 'workload'
+    AND (kind = 'recompile' OR event_id IN (SELECT event_id FROM repeat_compiles))
   GROUP BY slowdown_id
 )
 SELECT c.slowdown_id, c.cause, c.scope, c.node, c.device, c.time, c.evidence, c.summary,
