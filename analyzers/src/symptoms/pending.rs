@@ -37,7 +37,7 @@ fn runs(kind: &str, containers: bool) -> bool {
     } else {
         matches!(
             kind,
-            "scheduled" | "started" | "run_started" | "pod_running" | "running"
+            "scheduled" | "pod_placed" | "started" | "run_started" | "pod_running" | "running"
         )
     }
 }
@@ -260,6 +260,13 @@ mod tests {
         assert_eq!(
             waits_of(&placed, 9000 * S),
             vec![(5000 * S, 6000 * S, false)]
+        );
+        // Scaled back down before it ran: the gated replica was deleted, nobody waits.
+        let mut deleted = events.clone();
+        deleted.push(pod_ev(6000, "deleted", "c"));
+        assert_eq!(
+            waits_of(&deleted, 9000 * S),
+            vec![(5000 * S, 5011 * S, false)]
         );
     }
 

@@ -1,8 +1,10 @@
 -- Lifecycle marks of every workload (queued, admitted, evicted, pods scheduled, run
 -- started or finished, containers started, image pulls; a pod gated or given a Kueue
--- Workload) inside the window, in time order, with the pod each names: the input of the
--- pending detector and of each run's end.
-SELECT namespace, workload, run_id, kind, time, pod
+-- Workload; an inventory's pod placed) inside the window, in time order, with the pod
+-- each names (a controller's `Created pod: X` / `Deleted pod: X` names X): the input of
+-- the pending detector and of each run's end.
+SELECT namespace, workload, run_id, kind, time,
+  coalesce(pod, CASE WHEN lower(attrs['child_kind']) = 'pod' THEN attrs['child_name'] END) AS pod
 FROM events
 WHERE workload IS NOT NULL
   AND kind IN ('pending', 'failed_scheduling', 'evicted', 'preempted', 'suspended', 'requeued',
@@ -10,7 +12,7 @@ WHERE workload IS NOT NULL
                'run_started', 'finished', 'completed', 'run_finished', 'deleted',
                'saw_completed_job',
                'container_started', 'image_pulling', 'image_pulled', 'image_pull_failed',
-               'pod_unschedulable', 'workload_created')
+               'pod_unschedulable', 'workload_created', 'pod_placed')
   -- A controller creating a child Job (a CronJob's run, a JobSet's replicated Job) does not
   -- wait for it: that Job is a workload of its own.
   AND NOT (kind = 'created' AND coalesce(attrs['child_kind'], '') = 'Job')
