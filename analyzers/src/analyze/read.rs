@@ -15,7 +15,7 @@ use crate::symptoms::gpu_straggler::GpuSeries;
 use crate::symptoms::pending::Lifecycle;
 use crate::symptoms::run::{Marks, RunSeries};
 use crate::symptoms::save_cadence::Save;
-use crate::symptoms::{Pauses, Point, WorkloadKey, WorkloadName};
+use crate::symptoms::{Point, WorkloadKey, WorkloadName};
 
 pub type Params = [(&'static str, datafusion::scalar::ScalarValue); 2];
 
@@ -146,48 +146,8 @@ pub async fn read_pauses(
         }
     }
     let mut out = BTreeMap::new();
-    for (wk, mut evs) in raw {
-        evs.sort_by(|a, b| {
-            (a.0, &a.1)
-                .cmp(&(b.0, &b.1))
-                .then(a.2.unwrap_or(0.0).total_cmp(&b.2.unwrap_or(0.0)))
-        });
-        let mut intervals = Vec::new();
-        let mut evals = Vec::new();
-        let mut eval_from: Option<i64> = None;
-        let mut m = Marks::default();
-        for (t, k, s) in &evs {
-            match k.as_str() {
-                "run_started" => {
-                    m.run_starts.push(*t);
-                    m.restarts.push(*t);
-                }
-                "checkpoint_restored" => {
-                    m.restarts.push(*t);
-                    if let Some(s) = s {
-                        m.restores.push((*t, *s));
-                    }
-                }
-                "eval_started" => eval_from = eval_from.or(Some(*t)),
-                "eval_finished" => {
-                    if let Some(f) = eval_from.take() {
-                        intervals.push((f, *t));
-                        evals.push((f, *t));
-                    }
-                }
-                "compile" => m.compiles.push((*t, *s)),
-                "checkpoint_saved" => {
-                    if let Some(s) = s {
-                        m.save_secs.push((*t, *s));
-                        intervals.push((t - (*s * 1e9) as i64, *t));
-                    }
-                }
-                _ => {}
-            }
-        }
-        m.stall_pauses = Pauses::new(intervals);
-        m.evals = Pauses::new(evals);
-        out.insert(wk, m);
+    for (wk, evs) in raw {
+        out.insert(wk, Marks::from_announcements(evs));
     }
     Ok(out)
 }

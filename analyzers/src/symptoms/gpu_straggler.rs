@@ -8,8 +8,9 @@
 //! The peers' usual level is unclear when the episode covers most of the window, or when
 //! the whole job's activity moves (evals, saves, restores): so a GPU also counts as kept
 //! where its activity against its peers' median rose by the drop's share above its own
-//! usual ratio (a low quantile of that ratio over the window: GPUs of a synchronous job
-//! do the same work, and one always busier than the rest is no change).
+//! usual ratio (that ratio in the calmest buckets, where the GPUs' levels are closest:
+//! GPUs of a synchronous job do the same work, one always busier than the rest is no
+//! change, and a GPU that waited through a long episode elsewhere is not busier after).
 
 use std::collections::BTreeMap;
 
@@ -39,8 +40,10 @@ const MIN_BUCKETS: usize = 3;
 /// good part of the window, so not the median).
 const USUAL_QUANTILE: f64 = 0.8;
 
-/// The quantile of a GPU's activity against its peers' median taken as its usual ratio.
-const RATIO_QUANTILE: f64 = 0.2;
+/// A GPU's usual ratio to its peers is read in the calmest tenth of the buckets...
+const CALM_SHARE: usize = 10;
+/// ...and in at least this many.
+const MIN_CALM: usize = 3;
 
 /// In one bucket: the GPU that kept its level, its level and its median peer's (both
 /// relative to their usual; for a GPU marked by its ratio to its peers, the peers' level
@@ -100,10 +103,32 @@ pub fn detect(
         let p = peer_median(levels, i).filter(|p| *p > 1e-6)?;
         Some(levels[i]? / p)
     };
+    // The calmest buckets: where the GPUs' levels (against their own usual) are closest
+    // together. Whoever straggles, and however long, the job was calm at some point:
+    // there each GPU's ratio to its peers is its usual one (a busier rank 0 stays busier).
+    let spread = |levels: &[Option<f64>]| -> Option<f64> {
+        let rel: Vec<f64> = levels
+            .iter()
+            .zip(&usual)
+            .filter_map(|(v, u)| v.filter(|_| *u > 1e-6).map(|v| v / u))
+            .collect();
+        let (lo, hi) = rel
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+                (lo.min(x), hi.max(x))
+            });
+        (rel.len() >= 2).then_some(hi - lo)
+    };
+    let mut calm: Vec<(f64, &Vec<Option<f64>>)> = raw
+        .values()
+        .filter_map(|l| spread(l).map(|s| (s, l)))
+        .collect();
+    calm.sort_by(|a, b| a.0.total_cmp(&b.0));
+    calm.truncate((calm.len() / CALM_SHARE).max(MIN_CALM));
     let usual_ratio: Vec<Option<f64>> = (0..gpus.len())
         .map(|i| {
-            let rs: Vec<f64> = raw.values().filter_map(|l| ratio(l, i)).collect();
-            quantile(&rs, RATIO_QUANTILE)
+            let rs: Vec<f64> = calm.iter().filter_map(|(_, l)| ratio(l, i)).collect();
+            median(&rs)
         })
         .collect();
     // Per bucket: the GPU that keeps its level while the median peer drops, if one.
@@ -310,6 +335,36 @@ mod tests {
             }
         }
         assert!(detect_sm(&busy).is_empty());
+    }
+
+    #[test]
+    fn the_waiting_peers_of_a_long_episode_are_no_stragglers_after_it() {
+        // GPU 3 straggles for 45 of 120 minutes: its peers wait (0.6) that long; after the
+        // episode they work as before, which is no rise above their usual.
+        let gpus: Vec<GpuSeries> = (0..8)
+            .map(|d| GpuSeries {
+                node: format!("n{}", d / 4),
+                device: Some((d % 4).to_string()),
+                points: (0..120)
+                    .map(|m| {
+                        let jitter = 0.01 * (((m * 7 + d * 13) % 5) as f64 - 2.0);
+                        let v = if (40..85).contains(&m) && d != 3 {
+                            0.6
+                        } else {
+                            0.8
+                        };
+                        (m * MIN, v + jitter)
+                    })
+                    .collect(),
+            })
+            .collect();
+        let found = detect_sm(&gpus);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            found[0].gpu,
+            Some(("n0".to_string(), Some("3".to_string())))
+        );
+        assert_eq!((found[0].start_ns, found[0].end_ns), (40 * MIN, 85 * MIN));
     }
 
     #[test]

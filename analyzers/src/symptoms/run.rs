@@ -37,6 +37,59 @@ pub struct Marks {
     pub compiles: Vec<(i64, Option<f64>)>,
 }
 
+impl Marks {
+    /// The marks of one workload from its announcements `(time, kind, seconds)` in any
+    /// order (`symptoms/pauses.sql`): evals from their start to their end, saves, restores,
+    /// run starts and compilations.
+    pub fn from_announcements(mut evs: Vec<(i64, String, Option<f64>)>) -> Marks {
+        evs.sort_by(|a, b| {
+            (a.0, &a.1)
+                .cmp(&(b.0, &b.1))
+                .then(a.2.unwrap_or(0.0).total_cmp(&b.2.unwrap_or(0.0)))
+        });
+        let mut intervals = Vec::new();
+        let mut evals = Vec::new();
+        let mut eval_from: Option<i64> = None;
+        let mut m = Marks::default();
+        for (t, k, s) in evs {
+            match k.as_str() {
+                // An eval under way when the run started again or restored never
+                // finished: the process that ran it is gone.
+                "run_started" => {
+                    m.run_starts.push(t);
+                    m.restarts.push(t);
+                    eval_from = None;
+                }
+                "checkpoint_restored" => {
+                    m.restarts.push(t);
+                    eval_from = None;
+                    if let Some(s) = s {
+                        m.restores.push((t, s));
+                    }
+                }
+                "eval_started" => eval_from = eval_from.or(Some(t)),
+                "eval_finished" => {
+                    if let Some(f) = eval_from.take() {
+                        intervals.push((f, t));
+                        evals.push((f, t));
+                    }
+                }
+                "compile" => m.compiles.push((t, s)),
+                "checkpoint_saved" => {
+                    if let Some(s) = s {
+                        m.save_secs.push((t, s));
+                        intervals.push((t - (s * 1e9) as i64, t));
+                    }
+                }
+                _ => {}
+            }
+        }
+        m.stall_pauses = Pauses::new(intervals);
+        m.evals = Pauses::new(evals);
+        m
+    }
+}
+
 /// The longest a compilation announced at its start (dynamo's `Recompiling function`)
 /// is taken to last when no progress follows: longer silence is a stall.
 const OPEN_COMPILE_MAX_NS: i64 = 30 * 60 * 1_000_000_000;
@@ -214,4 +267,35 @@ pub fn detect_run(
         out.extend(stragglers);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i64 = 1_000_000_000;
+
+    fn ev(t: i64, kind: &str, seconds: Option<f64>) -> (i64, String, Option<f64>) {
+        (t * S, kind.to_string(), seconds)
+    }
+
+    #[test]
+    fn an_eval_cut_short_by_a_restart_is_no_pause() {
+        // An eval starts at 100 s; the pod is evicted, the run starts again at 200 s and
+        // restores at 260 s; its own eval runs 400..480 s.
+        let m = Marks::from_announcements(vec![
+            ev(480, "eval_finished", None),
+            ev(100, "eval_started", None),
+            ev(200, "run_started", None),
+            ev(260, "checkpoint_restored", Some(40.0)),
+            ev(400, "eval_started", None),
+        ]);
+        assert_eq!(m.evals.intervals(), &[(400 * S, 480 * S)]);
+        assert!(!m.stall_pauses.contains(150 * S));
+        assert_eq!(m.restarts, vec![200 * S, 260 * S]);
+        assert_eq!(m.restores, vec![(260 * S, 40.0)]);
+        // A save told with its duration pauses from its start.
+        let saved = Marks::from_announcements(vec![ev(1000, "checkpoint_saved", Some(14.0))]);
+        assert_eq!(saved.stall_pauses.intervals(), &[(986 * S, 1000 * S)]);
+    }
 }
