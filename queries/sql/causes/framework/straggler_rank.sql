@@ -2,7 +2,8 @@
 -- symptom, its rank (or, found without per-rank data, the GPU that kept its SM activity,
 -- tensor pipe activity or power draw — the symptom's metric — while its peers' dropped); for a regression, a rank whose median compute_seconds in
 -- the window is over 15% above its peers', or else (rank-0-only or no SDK data) the one
--- GPU of the workload whose SM activity stayed at its level before the onset while the
+-- GPU of the workload whose SM activity (tensor pipe activity, or power above its idle
+-- floor, where DCGM does not profile) stayed at its level before the onset while the
 -- median peer's dropped by 15% or more. Attribution keeps it as the verdict only where
 -- no infra cause on its node or GPU explains it.
 WITH own AS (
@@ -29,11 +30,12 @@ peers AS (
   SELECT slowdown_id, median(c) AS med, count(*) AS n FROM ranks GROUP BY slowdown_id
 ),
 activity AS (
-  SELECT s.slowdown_id, m.node, m.device,
-    avg(CASE WHEN m.time >= s.start AND m.time <= s."end" THEN m.value END) AS during,
-    avg(CASE WHEN m.time < s.start - INTERVAL '10 minutes' THEN m.value END) AS before
+  SELECT s.slowdown_id, m.metric, m.node, m.device,
+    median(CASE WHEN m.time >= s.start AND m.time <= s."end" THEN m.value END) AS during,
+    median(CASE WHEN m.time < s.start - INTERVAL '10 minutes' THEN m.value END) AS before,
+    min(m.value) AS floor
   FROM symptoms s
-  JOIN metrics m ON m.metric = 'sm_active'
+  JOIN metrics m ON m.metric IN ('sm_active', 'tensor_active', 'power_watts')
     AND m.time >= s.start - INTERVAL '1 hour' AND m.time <= s."end"
   LEFT JOIN pod_workloads p
     ON m.pod = p.pod AND (m.namespace IS NOT DISTINCT FROM p.namespace)
@@ -41,17 +43,36 @@ activity AS (
     AND coalesce(m.workload, p.workload) = s.workload
     AND (coalesce(m.namespace, p.namespace) IS NOT DISTINCT FROM s.namespace)
     AND s.slowdown_id NOT IN (SELECT slowdown_id FROM peers WHERE n >= 2)
-  GROUP BY s.slowdown_id, m.node, m.device
+  GROUP BY s.slowdown_id, m.metric, m.node, m.device
+),
+-- (Medians: the hour before may hold the job's own start-up, its GPUs allocated but idle.)
+-- One signal per slowdown: SM activity, else tensor pipe activity, else power. Power
+-- has an idle floor (the GPU's least draw around the slowdown): the work a GPU does is
+-- its draw above it.
+picked AS (
+  SELECT slowdown_id, min(CASE metric WHEN 'sm_active' THEN 0 WHEN 'tensor_active' THEN 1
+    ELSE 2 END) AS preference
+  FROM activity GROUP BY slowdown_id
 ),
 kept AS (
-  SELECT slowdown_id, node, device, during / before AS own FROM activity
-  WHERE before > 0 AND during IS NOT NULL
+  SELECT a.slowdown_id, a.node, a.device,
+    CASE a.metric WHEN 'tensor_active' THEN 'tensor pipe activity'
+      WHEN 'power_watts' THEN 'power draw above idle' ELSE 'SM activity' END AS signal,
+    CASE WHEN a.metric = 'power_watts'
+      THEN (a.during - a.floor) / nullif(a.before - a.floor, 0)
+      ELSE a.during / a.before END AS own
+  FROM activity a JOIN picked k ON k.slowdown_id = a.slowdown_id
+    AND k.preference = CASE a.metric WHEN 'sm_active' THEN 0 WHEN 'tensor_active' THEN 1
+      ELSE 2 END
+  WHERE a.before > 0 AND a.during IS NOT NULL
+    AND (a.metric <> 'power_watts' OR a.before - a.floor > 0)
 ),
 kept_peers AS (
-  SELECT a.slowdown_id, a.node, a.device, a.own, median(b.own) AS med, count(*) AS n
+  SELECT a.slowdown_id, a.node, a.device, a.signal, a.own, median(b.own) AS med,
+    count(*) AS n
   FROM kept a JOIN kept b ON b.slowdown_id = a.slowdown_id
     AND NOT (b.node = a.node AND b.device IS NOT DISTINCT FROM a.device)
-  GROUP BY a.slowdown_id, a.node, a.device, a.own
+  GROUP BY a.slowdown_id, a.node, a.device, a.signal, a.own
 )
 SELECT slowdown_id, 'framework.straggler_rank' AS cause, 'workload' AS scope, node, device,
   time, NULL AS evidence,
@@ -80,8 +101,10 @@ WHERE p.n >= 2 AND r.c > 1.15 * p.med
 UNION ALL
 SELECT k.slowdown_id, 'framework.straggler_rank' AS cause, 'workload' AS scope, k.node, k.device,
   s.start AS time, NULL AS evidence,
-  concat('The GPU ', coalesce(k.device, '?'), ' on ', k.node, ' kept its SM activity (',
+  concat('The GPU ', coalesce(k.device, '?'), ' on ', k.node, ' kept its ', k.signal, ' (',
     CAST(round(100 * k.own) AS VARCHAR), '% of its level before) while its peers'' fell to ',
     CAST(round(100 * k.med) AS VARCHAR), '%: the slow rank runs there') AS summary
 FROM kept_peers k JOIN symptoms s ON s.slowdown_id = k.slowdown_id
-WHERE k.own >= 0.9 AND k.med <= 0.85 AND k.own - k.med >= 0.15;
+-- (Peers waiting in collectives spin: a peer at its idle floor left the job, it waits
+-- for no one.)
+WHERE k.own >= 0.9 AND k.med <= 0.85 AND k.own - k.med >= 0.15 AND k.med >= 0.1;
