@@ -351,6 +351,11 @@ mod tests {
         }
     }
 
+    /// The ranked causes of a symptom of `kind` with these candidates, no events.
+    fn ranked(kind: SymptomKind, cands: &[&Candidate]) -> Vec<Attributed> {
+        attribute(&symptom(kind), cands, &HashMap::new(), &[], 26)
+    }
+
     fn cand(cause: Cause, t: i64, reach: Reach, node: Option<&str>, ev: &str) -> Candidate {
         Candidate {
             slowdown_id: "s".into(),
@@ -441,13 +446,7 @@ mod tests {
             cand(Cause::Preemption, 995, Reach::Workload, None, "evicted"),
         ];
         let refs: Vec<&Candidate> = cs.iter().collect();
-        let out = attribute(
-            &symptom(SymptomKind::Stall),
-            &refs,
-            &HashMap::new(),
-            &[],
-            26,
-        );
+        let out = ranked(SymptomKind::Stall, &refs);
         assert_eq!(out[0].cause, Cause::Preemption);
         assert!(out[0].confidence > 0.9);
         assert!(out[1].consequence);
@@ -463,13 +462,7 @@ mod tests {
             "far",
         )];
         let refs: Vec<&Candidate> = cs.iter().collect();
-        let out = attribute(
-            &symptom(SymptomKind::Stall),
-            &refs,
-            &HashMap::new(),
-            &[],
-            26,
-        );
+        let out = ranked(SymptomKind::Stall, &refs);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].cause, Cause::Unknown);
         assert!(out[0].summary.contains("orchestrator.noisy_neighbor"));
@@ -489,13 +482,7 @@ mod tests {
             cand(Cause::ThermalThrottle, 980, Reach::Gpu, Some("n2"), "thr"),
         ];
         let refs: Vec<&Candidate> = cs.iter().collect();
-        let out = attribute(
-            &symptom(SymptomKind::Straggler),
-            &refs,
-            &HashMap::new(),
-            &[],
-            26,
-        );
+        let out = ranked(SymptomKind::Straggler, &refs);
         assert_eq!(out[0].cause, Cause::ThermalThrottle);
         let alone = [cand(
             Cause::StragglerRank,
@@ -505,13 +492,7 @@ mod tests {
             "r3",
         )];
         let refs: Vec<&Candidate> = alone.iter().collect();
-        let out = attribute(
-            &symptom(SymptomKind::Straggler),
-            &refs,
-            &HashMap::new(),
-            &[],
-            26,
-        );
+        let out = ranked(SymptomKind::Straggler, &refs);
         assert_eq!(out[0].cause, Cause::StragglerRank);
     }
 
@@ -521,13 +502,7 @@ mod tests {
         idle.evidence.clear();
         idle.strength = 0.5;
         let refs = [&idle];
-        let out = attribute(
-            &symptom(SymptomKind::Regression),
-            &refs,
-            &HashMap::new(),
-            &[],
-            26,
-        );
+        let out = ranked(SymptomKind::Regression, &refs);
         assert_eq!(out[0].cause, Cause::DataloaderStall);
         let mut nic = cand(
             Cause::NetworkDegraded,
@@ -538,13 +513,7 @@ mod tests {
         );
         nic.strength = 0.6;
         let refs = [&idle, &nic];
-        let out = attribute(
-            &symptom(SymptomKind::Regression),
-            &refs,
-            &HashMap::new(),
-            &[],
-            26,
-        );
+        let out = ranked(SymptomKind::Regression, &refs);
         assert_eq!(out[0].cause, Cause::NetworkDegraded);
         assert!(
             out.iter().all(|a| a.cause != Cause::DataloaderStall),

@@ -257,6 +257,11 @@ mod tests {
     /// Eight GPUs at ~0.8 SM activity for 120 minutes; from minute 60 to 75 GPU 3 is slow
     /// and the others drop to `peers` while it keeps its level.
     fn fleet(peers: f64) -> Vec<GpuSeries> {
+        fleet_over(peers, 60..75)
+    }
+
+    /// [`fleet`] with the episode over `minutes`.
+    fn fleet_over(peers: f64, minutes: std::ops::Range<i64>) -> Vec<GpuSeries> {
         (0..8)
             .map(|d| GpuSeries {
                 node: format!("n{}", d / 4),
@@ -264,7 +269,7 @@ mod tests {
                 points: (0..120)
                     .map(|m| {
                         let jitter = 0.01 * (((m * 7 + d * 13) % 5) as f64 - 2.0);
-                        let v = if (60..75).contains(&m) && d != 3 {
+                        let v = if minutes.contains(&m) && d != 3 {
                             peers
                         } else {
                             0.8
@@ -341,23 +346,7 @@ mod tests {
     fn the_waiting_peers_of_a_long_episode_are_no_stragglers_after_it() {
         // GPU 3 straggles for 45 of 120 minutes: its peers wait (0.6) that long; after the
         // episode they work as before, which is no rise above their usual.
-        let gpus: Vec<GpuSeries> = (0..8)
-            .map(|d| GpuSeries {
-                node: format!("n{}", d / 4),
-                device: Some((d % 4).to_string()),
-                points: (0..120)
-                    .map(|m| {
-                        let jitter = 0.01 * (((m * 7 + d * 13) % 5) as f64 - 2.0);
-                        let v = if (40..85).contains(&m) && d != 3 {
-                            0.6
-                        } else {
-                            0.8
-                        };
-                        (m * MIN, v + jitter)
-                    })
-                    .collect(),
-            })
-            .collect();
+        let gpus = fleet_over(0.6, 40..85);
         let found = detect_sm(&gpus);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(
