@@ -14,6 +14,15 @@ pub struct Cli {
     /// More logging on stderr (-v info, -vv debug); `WHYSLOW_LOG` overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
+    /// Log lines as `text` or `json` (one object a line, for log collectors).
+    #[arg(
+        long,
+        global = true,
+        env = "WHYSLOW_LOG_FORMAT",
+        default_value = "text",
+        value_parser = ["text", "json"]
+    )]
+    pub log_format: String,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -98,6 +107,18 @@ pub struct StreamArgs {
     /// verdict changes (`sh -c`; a failure is logged, never blocks ingest).
     #[arg(long, env = "WHYSLOW_ON_INCIDENT")]
     pub on_incident: Option<String>,
+    /// A librdkafka property for the consumer and the incident producer, KEY=VALUE (kcat's
+    /// `-X`): TLS, SASL, compression. Repeatable; in the environment, `;`-separated.
+    #[arg(
+        short = 'X',
+        value_name = "KEY=VALUE",
+        env = "WHYSLOW_KAFKA_PROPERTIES",
+        value_delimiter = ';'
+    )]
+    pub kafka_properties: Vec<String>,
+    /// A librdkafka properties file (one KEY=VALUE a line, `#` comments), read before -X.
+    #[arg(long, value_name = "FILE", env = "WHYSLOW_KAFKA_CONFIG")]
+    pub kafka_config: Option<PathBuf>,
     /// How far back from the newest data the live analyzers look after each commit
     /// (e.g. 24h, 6h); `off` runs no live analysis.
     #[arg(long, env = "WHYSLOW_ANALYSIS_WINDOW", default_value = "24h")]
@@ -330,6 +351,13 @@ fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
     opts.flush_interval = stream::parse_duration(&args.flush_interval).map_err(usage)?;
     opts.max_batch_rows = args.max_batch_rows.max(1);
     opts.retry_budget = stream::parse_duration(&args.retry_budget).map_err(usage)?;
+    if let Some(file) = &args.kafka_config {
+        opts.kafka_config = stream::kafka_props::read_properties_file(file).map_err(usage)?;
+    }
+    for p in &args.kafka_properties {
+        opts.kafka_config
+            .push(stream::kafka_props::parse_property(p).map_err(usage)?);
+    }
     opts.metrics_addr = match args.metrics_addr.as_str() {
         "" | "off" | "none" => None,
         a => Some(a.to_string()),

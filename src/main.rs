@@ -19,7 +19,7 @@ fn main() -> ExitCode {
             };
         }
     };
-    init_tracing(args.verbose);
+    init_tracing(args.verbose, args.log_format == "json");
     match cli::dispatch(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -30,7 +30,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_tracing(verbose: u8) {
+fn init_tracing(verbose: u8, json: bool) {
     let default = match verbose {
         0 => "warn",
         1 => "info",
@@ -38,8 +38,15 @@ fn init_tracing(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("WHYSLOW_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
+    let fmt = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    if json {
+        fmt.json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .init();
+    } else {
+        fmt.init();
+    }
 }

@@ -2,7 +2,9 @@
 //! log that `whyslow ingest` writes, exactly once, and publishes incidents.
 
 mod batch;
+pub mod http;
 pub mod incidents;
+pub mod kafka_props;
 pub mod options;
 pub mod telemetry;
 mod worker;

@@ -156,11 +156,13 @@ pub fn from_epoch_number(v: f64) -> Result<Nanos, BadTime> {
     if v.fract() == 0.0 && v < 9.2e18 {
         return from_epoch_integer(v as i64);
     }
-    let ns = v * 1e9;
-    if ns >= 9.2e18 {
+    if v * 1e9 >= 9.2e18 {
         return Err(BadTime(v.to_string()));
     }
-    Ok(ns.round() as i64)
+    // Whole seconds and the fraction apart: `v * 1e9` would lose the fraction's last
+    // digits to the 53-bit mantissa (1463421823.25 s is 1463421823249999872 ns that way).
+    let secs = v.trunc();
+    Ok(secs as i64 * 1_000_000_000 + ((v - secs) * 1e9).round() as i64)
 }
 
 /// Epoch integers, exactly: seconds below 1e11, milliseconds below 1e14, microseconds

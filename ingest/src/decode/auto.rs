@@ -44,11 +44,28 @@ struct Keys {
     realtime: Option<IgnoredAny>,
     #[serde(rename = "MESSAGE")]
     journal_message: Option<IgnoredAny>,
+    #[serde(rename = "_TRANSPORT")]
+    journal_transport: Option<IgnoredAny>,
+    /// Fluent Bit's kmsg input: `priority`, `sequence`, `sec`, `usec`, `msg`.
+    sequence: Option<IgnoredAny>,
+    sec: Option<IgnoredAny>,
+    /// An Event without `kind` (kubernetes-event-exporter, Fluent Bit
+    /// `kubernetes_events`): its subject and reason.
+    #[serde(rename = "involvedObject")]
+    involved_object: Option<IgnoredAny>,
+    regarding: Option<IgnoredAny>,
+    reason: Option<IgnoredAny>,
 }
 
 fn json_format(k: &Keys) -> Option<Format> {
-    if k.realtime.is_some() || k.journal_message.is_some() {
+    if k.realtime.is_some() || k.journal_message.is_some() || k.journal_transport.is_some() {
         return Some(Format::Kmsg);
+    }
+    if k.msg.is_some() && k.sequence.is_some() && k.sec.is_some() {
+        return Some(Format::Kmsg);
+    }
+    if (k.involved_object.is_some() || k.regarding.is_some()) && k.reason.is_some() {
+        return Some(Format::K8s);
     }
     if k.kubernetes.is_some() {
         return Some(Format::ContainerLog);
@@ -71,11 +88,14 @@ fn json_format(k: &Keys) -> Option<Format> {
 /// The format of a JSON text whose head is all we have (a pretty-printed document cut
 /// short): by the keys it mentions.
 fn json_head_format(head: &str) -> Option<Format> {
-    if head.contains("\"__REALTIME_TIMESTAMP\"") {
+    if head.contains("\"__REALTIME_TIMESTAMP\"") || head.contains("\"_TRANSPORT\"") {
         Some(Format::Kmsg)
     } else if head.contains("\"kubernetes\"") {
         Some(Format::ContainerLog)
-    } else if head.contains("\"apiVersion\"") || head.contains("\"object\"") {
+    } else if head.contains("\"apiVersion\"")
+        || head.contains("\"object\"")
+        || head.contains("\"involvedObject\"")
+    {
         Some(Format::K8s)
     } else if head.contains("\"metric\"")
         || (head.contains("\"kind\"") && head.contains("\"time\""))

@@ -177,7 +177,9 @@ impl K8sDecoder {
             }
             return self.object_inner(obj.get().as_bytes(), None, depth + 1);
         }
-        let kind = text(&head.kind).or(implied_kind);
+        let kind = text(&head.kind)
+            .or(implied_kind)
+            .or_else(|| head.event_shaped().then_some("Event"));
         if let Some(items) = head.items {
             // A List nested in a watch event: its items are read as part of this record.
             let item_kind = kind

@@ -205,7 +205,11 @@ impl KmsgDecoder {
         let (when, host, level, message): (When, Option<Cow<'_, str>>, Option<&str>, Cow<'_, str>) =
             if journal::looks_like_json(line) {
                 let e = journal::parse(line)?;
-                let when = e.time_ns.map_or(When::Unknown, When::At);
+                let when = match (e.time_ns, e.since_boot_ns) {
+                    (Some(ns), _) => When::At(ns),
+                    (None, Some(rel)) => When::SinceBoot(rel),
+                    (None, None) => When::Unknown,
+                };
                 (when, e.host, e.level, e.message)
             } else {
                 let f = frame::frame(line, year_ref);

@@ -14,6 +14,16 @@ pub enum OptionError {
     Format { spec: String, source: UnknownFormat },
     #[error("unreadable duration '{0}' (expected e.g. 500ms, 1s, 5m)")]
     Duration(String),
+    #[error("-X '{0}' is not a Kafka client property (expected KEY=VALUE)")]
+    Property(String),
+    #[error("cannot read the Kafka client properties file {path}: {reason}")]
+    PropertiesFile { path: String, reason: String },
+    #[error("{path}:{line}: '{text}' is not a Kafka client property (expected KEY=VALUE)")]
+    PropertiesLine {
+        path: String,
+        line: usize,
+        text: String,
+    },
 }
 
 /// One topic to consume and how to decode it.
@@ -73,7 +83,8 @@ pub struct StreamOptions {
     pub metrics_addr: Option<String>,
     /// Give up when the broker stays unreachable this long.
     pub retry_budget: Duration,
-    /// Extra librdkafka settings (`key=value`), e.g. for tests.
+    /// librdkafka properties for the consumer and the incident producer (`-X`,
+    /// `--kafka-config`): TLS, SASL, compression; applied after whyslow's own.
     pub kafka_config: Vec<(String, String)>,
 }
 

@@ -1,8 +1,9 @@
-//! The worker's own observability: counters, batch latency and consumer lag, served in
-//! the Prometheus text format on `--metrics-addr`.
+//! The worker's own observability: counters, batch latency, consumer lag and readiness,
+//! served by [`super::http`] on `--metrics-addr`.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -10,8 +11,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
 /// Labels of a per-topic series.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -45,6 +44,43 @@ pub struct Telemetry {
     pub lag: Family<PartitionLabels, Gauge>,
     /// 1 while the broker answers, 0 while it does not.
     pub broker_up: Gauge,
+    /// Partitions this worker holds.
+    pub assigned: Gauge,
+    /// Since when data has waited in memory for a store commit (`None`: nothing waits).
+    pending_since: Mutex<Option<Instant>>,
+    /// Data waiting longer than this makes the worker not ready (milliseconds).
+    stale_after_ms: AtomicU64,
+}
+
+/// What `/readyz` reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Readiness {
+    pub assigned: i64,
+    pub broker_up: bool,
+    /// How long the oldest uncommitted data has waited.
+    pub pending_for: Option<Duration>,
+    pub stale_after: Duration,
+}
+
+impl Readiness {
+    /// Why the worker is not ready, or `None` when it is: it holds partitions, the
+    /// broker answers and nothing has waited past `stale_after` to be committed.
+    pub fn not_ready(&self) -> Option<String> {
+        if self.assigned <= 0 {
+            return Some("not ready: no partitions assigned".into());
+        }
+        if !self.broker_up {
+            return Some("not ready: the broker does not answer".into());
+        }
+        match self.pending_for {
+            Some(w) if w > self.stale_after => Some(format!(
+                "not ready: data has waited {} s for a store commit (more than {} s)",
+                w.as_secs(),
+                self.stale_after.as_secs()
+            )),
+            _ => None,
+        }
+    }
 }
 
 impl Telemetry {
@@ -60,6 +96,9 @@ impl Telemetry {
             batch_seconds: Histogram::new(exponential_buckets(0.001, 2.0, 16)),
             lag: Family::default(),
             broker_up: Gauge::default(),
+            assigned: Gauge::default(),
+            pending_since: Mutex::new(None),
+            stale_after_ms: AtomicU64::new(60_000),
             registry: Registry::default(),
         };
         registry.register(
@@ -102,7 +141,47 @@ impl Telemetry {
             "1 while the broker answers",
             t.broker_up.clone(),
         );
+        registry.register(
+            "assigned_partitions",
+            "Partitions this worker holds",
+            t.assigned.clone(),
+        );
         Arc::new(Telemetry { registry, ..t })
+    }
+
+    /// The worker now holds `n` partitions.
+    pub fn note_assigned(&self, n: i64) {
+        self.assigned.set(n);
+    }
+
+    /// Data arrived that is not committed yet (the first arrival since a commit counts).
+    pub fn note_pending(&self) {
+        let mut p = self.pending_since.lock().unwrap_or_else(|e| e.into_inner());
+        p.get_or_insert_with(Instant::now);
+    }
+
+    /// Everything received is committed.
+    pub fn note_committed(&self) {
+        *self.pending_since.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// Data waiting longer than `d` makes the worker not ready.
+    pub fn set_stale_after(&self, d: Duration) {
+        self.stale_after_ms.store(
+            d.as_millis().min(u64::MAX as u128) as u64,
+            Ordering::Relaxed,
+        );
+    }
+
+    /// What `/readyz` answers from.
+    pub fn readiness(&self) -> Readiness {
+        let pending = *self.pending_since.lock().unwrap_or_else(|e| e.into_inner());
+        Readiness {
+            assigned: self.assigned.get(),
+            broker_up: self.broker_up.get() == 1,
+            pending_for: pending.map(|p| p.elapsed()),
+            stale_after: Duration::from_millis(self.stale_after_ms.load(Ordering::Relaxed)),
+        }
     }
 
     /// The current values in the Prometheus text format.
@@ -120,122 +199,41 @@ impl Telemetry {
     }
 }
 
-/// Connections the metrics endpoint serves at once; more wait to be accepted.
-pub const MAX_CONNECTIONS: usize = 64;
-
-/// Serves `GET /metrics` (any path, in fact) on `addr` until the task is dropped.
-pub async fn serve(
-    addr: &str,
-    telemetry: Arc<Telemetry>,
-) -> std::io::Result<tokio::task::JoinHandle<()>> {
-    let listener = TcpListener::bind(addr).await?;
-    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-    Ok(tokio::spawn(async move {
-        loop {
-            // A connection is accepted only when a slot is free: a flood of idle
-            // connections waits in the kernel's backlog instead of taking descriptors.
-            let Ok(slot) = slots.clone().acquire_owned().await else {
-                return;
-            };
-            let mut sock = match listener.accept().await {
-                Ok((sock, _)) => sock,
-                Err(_) => {
-                    // Out of descriptors (EMFILE) or a connection reset before accept:
-                    // wait a moment rather than spin on an error that repeats at once.
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            };
-            let t = telemetry.clone();
-            tokio::spawn(async move {
-                let _slot = slot;
-                let answer = async {
-                    let mut buf = [0u8; 4096];
-                    // Read the request head; its content does not matter.
-                    let _ = tokio::time::timeout(Duration::from_secs(2), sock.read(&mut buf)).await;
-                    let body = t.render();
-                    let head = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                        body.len()
-                    );
-                    let _ = sock.write_all(head.as_bytes()).await;
-                    let _ = sock.write_all(body.as_bytes()).await;
-                    let _ = sock.shutdown().await;
-                };
-                // A client that never reads its answer cannot hold a slot for ever.
-                let _ = tokio::time::timeout(Duration::from_secs(10), answer).await;
-            });
-        }
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A loopback address nobody listens on yet.
-    fn free_addr() -> String {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().to_string()
-    }
-
-    /// One scrape of `addr`: the whole response.
-    async fn scrape(addr: &str) -> String {
-        let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
-        sock.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
-            .await
+    #[test]
+    fn readiness_needs_partitions_a_broker_and_no_stale_data() {
+        let r = |assigned, broker_up, pending_for| Readiness {
+            assigned,
+            broker_up,
+            pending_for,
+            stale_after: Duration::from_secs(60),
+        };
+        assert!(
+            r(0, true, None)
+                .not_ready()
+                .unwrap()
+                .contains("no partitions")
+        );
+        assert!(r(2, false, None).not_ready().unwrap().contains("broker"));
+        assert_eq!(r(2, true, Some(Duration::from_secs(5))).not_ready(), None);
+        let stale = r(2, true, Some(Duration::from_secs(61)))
+            .not_ready()
             .unwrap();
-        let mut resp = String::new();
-        sock.read_to_string(&mut resp).await.unwrap();
-        resp
-    }
-
-    #[tokio::test]
-    async fn serves_the_counters() {
+        assert!(stale.contains("waited 61 s"), "{stale}");
         let t = Telemetry::new();
-        t.consumed
-            .get_or_create(&TopicLabels {
-                topic: "envelope".into(),
-            })
-            .inc_by(3);
-        t.lag
-            .get_or_create(&PartitionLabels {
-                topic: "envelope".into(),
-                partition: 1,
-            })
-            .set(42);
-        let addr = free_addr();
-        let server = serve(&addr, t.clone()).await.unwrap();
-        let resp = scrape(&addr).await;
-        server.abort();
-        assert!(resp.starts_with("HTTP/1.1 200 OK"), "{resp}");
+        t.note_assigned(1);
+        t.broker_up.set(1);
+        t.note_pending();
+        let first = t.readiness().pending_for.unwrap();
+        t.note_pending();
         assert!(
-            resp.contains("whyslow_stream_consumed_messages_total{topic=\"envelope\"} 3"),
-            "{resp}"
+            t.readiness().pending_for.unwrap() >= first,
+            "the first arrival counts"
         );
-        assert!(
-            resp.contains(
-                "whyslow_stream_consumer_lag_messages{topic=\"envelope\",partition=\"1\"} 42"
-            ),
-            "{resp}"
-        );
-    }
-
-    /// Idle connections beyond the bound do not take the endpoint down: they wait, time
-    /// out, and a scrape is answered.
-    #[tokio::test]
-    async fn a_flood_of_idle_connections_does_not_starve_a_scrape() {
-        let addr = free_addr();
-        let server = serve(&addr, Telemetry::new()).await.unwrap();
-        let mut idle = Vec::new();
-        for _ in 0..3 * MAX_CONNECTIONS {
-            idle.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
-        }
-        let resp = tokio::time::timeout(Duration::from_secs(30), scrape(&addr))
-            .await
-            .expect("answered while idle connections wait");
-        server.abort();
-        drop(idle);
-        assert!(resp.starts_with("HTTP/1.1 200 OK"), "{resp}");
+        t.note_committed();
+        assert_eq!(t.readiness().not_ready(), None);
     }
 }

@@ -60,6 +60,7 @@ impl Pipeline {
     fn flush(&mut self) -> Result<Option<TopicPartitionList>, StreamError> {
         // Rows without messages: what the decoders held back, emitted at the end.
         if self.batch.is_empty() && self.batch.rows() == 0 {
+            self.telemetry.note_committed();
             return Ok(None);
         }
         let started = Instant::now();
@@ -70,6 +71,7 @@ impl Pipeline {
             .any(|(key, next)| self.stored.get(key) != Some(next));
         if flushed.batches.is_empty() && !moved {
             // Only a partition waiting for a record a decoder still holds: nothing new.
+            self.telemetry.note_committed();
             return Ok(None);
         }
         let mut writer = open_writer_taking_turns(&self.root)?;
@@ -104,6 +106,7 @@ impl Pipeline {
             let _ = tpl.add_partition_offset(&topic, partition, Offset::Offset(next));
         }
         self.telemetry.observe_batch(started.elapsed());
+        self.telemetry.note_committed();
         if let Some(observer) = self.observer.as_mut() {
             let commit = Committed {
                 rows_written: written,
@@ -190,6 +193,7 @@ impl ConsumerContext for WorkerContext {
                     partitions = tpl.count(),
                     "Assigned partitions; starting at the store's offsets."
                 );
+                p.telemetry.note_assigned(tpl.count() as i64);
                 if let Err(e) = consumer.assign(tpl) {
                     error!("Could not take the assignment: {e}.");
                 }
@@ -216,6 +220,7 @@ impl ConsumerContext for WorkerContext {
                     partitions = tpl.count(),
                     "Partitions revoked after a flush."
                 );
+                p.telemetry.note_assigned(0);
                 if let Err(e) = consumer.unassign() {
                     error!("Could not release the assignment: {e}.");
                 }
@@ -237,9 +242,12 @@ pub async fn run(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<StreamSummary, StreamError> {
     let telemetry = Telemetry::new();
+    // Data held this long without a commit means the worker is stuck (slow store, a
+    // writer lock held): ten flush intervals, at least a minute.
+    telemetry.set_stale_after((opts.flush_interval * 10).max(Duration::from_secs(60)));
     let metrics_server = match &opts.metrics_addr {
         Some(addr) => Some(
-            super::telemetry::serve(addr, telemetry.clone())
+            super::http::serve(addr, telemetry.clone())
                 .await
                 .map_err(|e| StreamError::MetricsEndpoint {
                     addr: addr.clone(),
@@ -383,6 +391,9 @@ pub async fn run(
                                     p.telemetry.rejected.get_or_create(&labels).inc_by(newly);
                                 }
                             }
+                        }
+                        if !p.batch.is_empty() {
+                            p.telemetry.note_pending();
                         }
                         p.batch.rows() >= opts.max_batch_rows
                             || p.batch.bytes() >= opts.max_batch_bytes

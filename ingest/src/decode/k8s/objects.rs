@@ -158,6 +158,18 @@ pub struct Head<'a> {
     /// A `List`'s items.
     #[serde(borrow)]
     pub items: Option<Vec<&'a serde_json::value::RawValue>>,
+    /// An Event's subject and reason: how an Event is known without its `kind`, as
+    /// kubernetes-event-exporter and Fluent Bit's `kubernetes_events` input ship it.
+    pub involved_object: Option<serde::de::IgnoredAny>,
+    pub regarding: Option<serde::de::IgnoredAny>,
+    pub reason: Option<serde::de::IgnoredAny>,
+}
+
+impl Head<'_> {
+    /// An object without `kind` that has an Event's subject and reason is an Event.
+    pub fn event_shaped(&self) -> bool {
+        (self.involved_object.is_some() || self.regarding.is_some()) && self.reason.is_some()
+    }
 }
 
 /// `metadata`.
