@@ -5,8 +5,24 @@ WHYSLOW_CACHE="${WHYSLOW_CACHE:-$HOME/.cache/whyslow}"
 export WHYSLOW_CACHE
 
 ensure_services() {
+    ensure_build_deps
     ensure_tansu
     ensure_chromium
+}
+
+# librdkafka is built with OAUTHBEARER/OIDC token retrieval, which links libcurl: its
+# headers come from Debian's libcurl4-openssl-dev (OpenSSL's are in the base image).
+ensure_build_deps() {
+    if pkg-config --exists libcurl 2>/dev/null; then
+        return
+    fi
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "scripts/test: installing libcurl4-openssl-dev (Debian package) for librdkafka's OIDC" >&2
+        apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libcurl4-openssl-dev pkg-config libssl-dev >/dev/null
+    else
+        echo "scripts/test: libcurl's headers are missing: install libcurl4-openssl-dev" >&2
+    fi
 }
 
 # tansu: an Apache-Kafka-compatible broker from crates.io (SQLite engine); the Kafka
