@@ -8,6 +8,7 @@ ensure_services() {
     ensure_build_deps
     ensure_tansu
     ensure_chromium
+    ensure_alertmanager
 }
 
 # librdkafka is built with OAUTHBEARER/OIDC token retrieval, which links libcurl: its
@@ -49,5 +50,18 @@ ensure_chromium() {
         echo "scripts/test: installing chromium (Debian package) for the HTML report test" >&2
         apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
         export WHYSLOW_CHROMIUM="$(command -v chromium)"
+    fi
+}
+
+# Prometheus Alertmanager (Debian's package): `--alertmanager` is tested against it.
+ensure_alertmanager() {
+    if command -v prometheus-alertmanager >/dev/null 2>&1; then
+        export WHYSLOW_ALERTMANAGER="$(command -v prometheus-alertmanager)"
+        return
+    fi
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "scripts/test: installing prometheus-alertmanager (Debian package) for the alert test" >&2
+        apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus-alertmanager >/dev/null
+        export WHYSLOW_ALERTMANAGER="$(command -v prometheus-alertmanager)"
     fi
 }

@@ -119,6 +119,10 @@ pub struct StreamArgs {
     /// A librdkafka properties file (one KEY=VALUE a line, `#` comments), read before -X.
     #[arg(long, value_name = "FILE", env = "WHYSLOW_KAFKA_CONFIG")]
     pub kafka_config: Option<PathBuf>,
+    /// Fire and resolve incidents as alerts in this Alertmanager (its base URL, e.g.
+    /// http://alertmanager.monitoring:9093; the v2 API).
+    #[arg(long, value_name = "URL", env = "WHYSLOW_ALERTMANAGER")]
+    pub alertmanager: Option<String>,
     /// How far back from the newest data the live analyzers look after each commit
     /// (e.g. 24h, 6h); `off` runs no live analysis.
     #[arg(long, env = "WHYSLOW_ANALYSIS_WINDOW", default_value = "24h")]
@@ -368,6 +372,12 @@ fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
             let mut live = LiveOptions::new(store);
             live.window = stream::parse_duration(window).map_err(usage)?;
             live.on_incident = args.on_incident;
+            live.alertmanager = args
+                .alertmanager
+                .as_deref()
+                .map(whyslow_analyzers::live::alertmanager::Alertmanager::new)
+                .transpose()
+                .map_err(usage)?;
             live.publisher = match &args.incidents_topic {
                 Some(topic) => Some(stream::IncidentPublisher::new(
                     &args.brokers,

@@ -1,6 +1,7 @@
 //! Streaming verdicts: the analyzers run after each committed batch of `whyslow stream`
 //! and publish incidents that open, change and end as evidence arrives.
 
+pub mod alertmanager;
 pub mod hook;
 pub mod message;
 pub mod runner;

@@ -1,7 +1,7 @@
 //! The live analyzer of `whyslow stream`: after each committed micro-batch it analyzes
 //! the recent window of the store on its own thread (commits that land meanwhile are
 //! taken together), turns the result into incident revisions, appends them to the
-//! `incidents` table and publishes them (Kafka, `--on-incident`).
+//! `incidents` table and publishes them (Kafka, `--on-incident`, Alertmanager).
 
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -14,6 +14,7 @@ use whyslow_ingest::store::{Store, StoreWriter};
 use whyslow_ingest::stream::{CommitObserver, Committed, Incident, IncidentPublisher};
 use whyslow_schemas::Table;
 
+use super::alertmanager::{Alertmanager, RESEND};
 use super::hook::{HookCall, HookRunner};
 use super::message::{Outgoing, incidents_batch};
 use super::standing::published_incidents;
@@ -33,6 +34,8 @@ pub struct LiveOptions {
     pub on_incident: Option<String>,
     /// How long the command may run.
     pub on_incident_timeout: Duration,
+    /// Where incidents fire and resolve as alerts, if anywhere.
+    pub alertmanager: Option<Alertmanager>,
     pub detectors: DetectorConfig,
 }
 
@@ -45,6 +48,7 @@ impl LiveOptions {
             publisher: None,
             on_incident: None,
             on_incident_timeout: Duration::from_secs(60),
+            alertmanager: None,
             detectors: DetectorConfig::default(),
         }
     }
@@ -116,7 +120,7 @@ impl Drop for LiveAnalyzer {
 }
 
 /// The analyzer thread: one analysis per wake-up, however many commits it covers.
-fn serve(opts: LiveOptions, rx: Receiver<Committed>) -> LiveSummary {
+fn serve(mut opts: LiveOptions, rx: Receiver<Committed>) -> LiveSummary {
     let mut summary = LiveSummary::default();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -136,7 +140,21 @@ fn serve(opts: LiveOptions, rx: Receiver<Committed>) -> LiveSummary {
     // its process ends, so another worker's analyzer takes over at its next commit).
     let mut leadership: Option<std::fs::File> = None;
     let mut tracker = Tracker::new();
-    while let Ok(first) = rx.recv() {
+    let mut alerts = opts.alertmanager.take();
+    loop {
+        let first = match rx.recv_timeout(RESEND) {
+            Ok(c) => c,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // No commit for a while: firing alerts are sent again all the same.
+                if let Some(am) = alerts.as_mut()
+                    && let Err(e) = runtime.block_on(am.resend_due(now_ns()))
+                {
+                    warn!("Alerts could not be sent again: {e}.");
+                }
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
         let mut earliest = first.arrivals.map(|a| a.0);
         let mut written = first.rows_written;
         while let Ok(more) = rx.try_recv() {
@@ -175,10 +193,14 @@ fn serve(opts: LiveOptions, rx: Receiver<Committed>) -> LiveSummary {
             }
         };
         let arrived = earliest.and_then(|ms| ms.checked_mul(1_000_000));
-        summary.revisions += emit(&opts, hook.as_ref(), revisions, arrived);
+        let out = emit(&opts, hook.as_ref(), revisions, arrived);
+        summary.revisions += out.len() as u64;
+        alert(&runtime, alerts.as_mut(), &out);
     }
     if leadership.is_some() {
-        summary.revisions += emit(&opts, hook.as_ref(), tracker.settle(), None);
+        let out = emit(&opts, hook.as_ref(), tracker.settle(), None);
+        summary.revisions += out.len() as u64;
+        alert(&runtime, alerts.as_mut(), &out);
     }
     if let Some(h) = hook.as_mut() {
         h.finish();
@@ -308,16 +330,32 @@ fn data_extent(store: &Store) -> Option<(i64, i64)> {
 }
 
 /// Appends the revisions to the log, then publishes them; returns how many went out.
+fn now_ns() -> i64 {
+    Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX)
+}
+
+/// Fires and resolves the revisions' alerts; a failure is logged, the alerts that stay
+/// firing are sent again at the next resend.
+fn alert(runtime: &tokio::runtime::Runtime, am: Option<&mut Alertmanager>, out: &[Outgoing]) {
+    if let Some(am) = am
+        && let Err(e) = runtime.block_on(am.send(out, now_ns()))
+    {
+        warn!("Incidents could not be sent to Alertmanager: {e}.");
+    }
+}
+
+/// Appends the revisions to the `incidents` table and publishes them (Kafka, the hook);
+/// returns what went out.
 fn emit(
     opts: &LiveOptions,
     hook: Option<&HookRunner>,
     revisions: Vec<super::tracker::Revision>,
     arrived_ns: Option<i64>,
-) -> u64 {
+) -> Vec<Outgoing> {
     if revisions.is_empty() {
-        return 0;
+        return Vec::new();
     }
-    let now = Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
+    let now = now_ns();
     let mut out = Vec::with_capacity(revisions.len());
     for r in revisions {
         match Outgoing::new(r, now, arrived_ns) {
@@ -359,7 +397,7 @@ fn emit(
             });
         }
     }
-    out.len() as u64
+    out
 }
 
 fn append(opts: &LiveOptions, out: &[Outgoing]) -> Result<()> {
