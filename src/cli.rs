@@ -104,7 +104,8 @@ pub struct StreamArgs {
     #[arg(long, env = "WHYSLOW_RETRY_BUDGET", default_value = "5m")]
     pub retry_budget: String,
     /// Run this command with the incident JSON on stdin when an incident opens or its
-    /// verdict changes (`sh -c`; a failure is logged, never blocks ingest).
+    /// verdict changes: a shell command (`sh -c`) or a JSON array of arguments run
+    /// without a shell (`["/hook","--page"]`); a failure is logged, never blocks ingest.
     #[arg(long, env = "WHYSLOW_ON_INCIDENT")]
     pub on_incident: Option<String>,
     /// A librdkafka property for the consumer and the incident producer, KEY=VALUE (kcat's
@@ -139,7 +140,8 @@ pub struct SqlArgs {
     /// Bind a parameter: NAME=VALUE, used as $NAME in the query. Repeatable.
     #[arg(long = "param")]
     pub params: Vec<String>,
-    /// Output format: table, csv, json (one array) or ndjson (one object per line).
+    /// Output format: table, csv, tsv, json (one array), ndjson (one object per line) or
+    /// markdown.
     #[arg(long, default_value = "table")]
     pub format: String,
     /// The most memory a query may hold for sorts, aggregations and joins (e.g. 4GiB,
@@ -371,6 +373,9 @@ fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
         window => {
             let mut live = LiveOptions::new(store);
             live.window = stream::parse_duration(window).map_err(usage)?;
+            if let Some(command) = &args.on_incident {
+                whyslow_analyzers::live::hook::argv(command).map_err(usage)?;
+            }
             live.on_incident = args.on_incident;
             live.alertmanager = args
                 .alertmanager

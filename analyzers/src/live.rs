@@ -4,6 +4,7 @@
 pub mod alertmanager;
 pub mod hook;
 pub mod message;
+pub mod metrics;
 pub mod runner;
 pub mod standing;
 pub mod tracker;

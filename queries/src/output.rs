@@ -1,5 +1,5 @@
-//! Printing query results: an aligned table, CSV with a header, a JSON array or JSON lines
-//! (`ndjson`, as datafusion-cli and DuckDB name them). Text
+//! Printing query results: an aligned table, CSV or TSV with a header, a JSON array or
+//! JSON lines (`ndjson`, as datafusion-cli and DuckDB name them), a Markdown table. Text
 //! from the data never reaches a terminal raw: control characters (escape sequences
 //! included) are printed escaped (`\u{1b}`); JSON escapes them itself.
 
@@ -30,6 +30,10 @@ pub enum OutputFormat {
     Json,
     /// JSON lines: the same objects, one per line.
     Ndjson,
+    /// Tab-separated with a header line; tabs and line breaks inside values escaped.
+    Tsv,
+    /// A Markdown (GitHub) table: `|` inside values escaped, line breaks as `<br>`.
+    Markdown,
 }
 
 impl FromStr for OutputFormat {
@@ -40,8 +44,10 @@ impl FromStr for OutputFormat {
             "csv" => Ok(OutputFormat::Csv),
             "json" => Ok(OutputFormat::Json),
             "ndjson" => Ok(OutputFormat::Ndjson),
+            "tsv" => Ok(OutputFormat::Tsv),
+            "markdown" | "md" => Ok(OutputFormat::Markdown),
             _ => Err(QueryError::Usage(format!(
-                "unknown --format '{s}': use table, csv, json or ndjson"
+                "unknown --format '{s}': use table, csv, tsv, json, ndjson or markdown"
             ))),
         }
     }
@@ -75,20 +81,26 @@ pub fn write_output(
             writeln!(out, "{table}").map_err(write_err)?;
             writeln!(out, "({n} row{})", if n == 1 { "" } else { "s" }).map_err(write_err)?;
         }
-        OutputFormat::Csv => {
+        OutputFormat::Csv | OutputFormat::Tsv => {
+            let (delimiter, keep) = match format {
+                OutputFormat::Tsv => (b'\t', Escape::All),
+                _ => (b',', Escape::KeepLineBreaks),
+            };
             let schema = flat_schema(&result.schema);
             let mut w = arrow::csv::WriterBuilder::new()
                 .with_header(true)
+                .with_delimiter(delimiter)
                 .build(&mut *out);
             if result.batches.is_empty() {
                 w.write(&RecordBatch::new_empty(schema.clone()))
                     .map_err(arrow_err)?;
             }
             for b in &result.batches {
-                let b = escaped(&flatten(b, &schema)?, &schema, Escape::KeepLineBreaks)?;
+                let b = escaped(&flatten(b, &schema)?, &schema, keep)?;
                 w.write(&b).map_err(arrow_err)?;
             }
         }
+        OutputFormat::Markdown => write_markdown(out, result)?,
         OutputFormat::Json => {
             write_json::<arrow::json::writer::JsonArray>(out, result)?;
             // The array writer leaves its line open.
@@ -97,6 +109,39 @@ pub fn write_output(
         OutputFormat::Ndjson => write_json::<arrow::json::writer::LineDelimited>(out, result)?,
     }
     out.flush().map_err(write_err)
+}
+
+/// A GitHub Markdown table: a header, its rule, one line a row.
+fn write_markdown(out: &mut dyn Write, result: &QueryOutput) -> Result<(), QueryError> {
+    let schema = flat_schema(&result.schema);
+    let cell = |s: &str| -> String {
+        escape_controls(s, Escape::KeepLineBreaks)
+            .replace('\\', "\\\\")
+            .replace('|', "\\|")
+            .replace("\r\n", "<br>")
+            .replace(['\n', '\r'], "<br>")
+            .replace('\t', " ")
+    };
+    let names: Vec<String> = schema.fields().iter().map(|f| cell(f.name())).collect();
+    writeln!(out, "| {} |", names.join(" | ")).map_err(write_err)?;
+    writeln!(out, "|{}", "---|".repeat(names.len().max(1))).map_err(write_err)?;
+    let options = FormatOptions::default().with_null("");
+    for b in &result.batches {
+        let b = flatten(b, &schema)?;
+        let formatters = b
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).map_err(arrow_err))
+            .collect::<Result<Vec<_>, QueryError>>()?;
+        for row in 0..b.num_rows() {
+            let cells: Vec<String> = formatters
+                .iter()
+                .map(|f| cell(&f.value(row).to_string()))
+                .collect();
+            writeln!(out, "| {} |", cells.join(" | ")).map_err(write_err)?;
+        }
+    }
+    Ok(())
 }
 
 /// The rows as JSON objects in the layout `F` (array or lines), nulls written out.
@@ -266,6 +311,8 @@ mod escape_tests {
             OutputFormat::Csv,
             OutputFormat::Json,
             OutputFormat::Ndjson,
+            OutputFormat::Tsv,
+            OutputFormat::Markdown,
         ] {
             let mut out = Vec::new();
             write_output(&mut out, &r, format).unwrap();
@@ -279,5 +326,26 @@ mod escape_tests {
                 "{format:?}: {text}"
             );
         }
+    }
+
+    fn printed(r: &QueryOutput, format: &str) -> String {
+        let mut out = Vec::new();
+        write_output(&mut out, r, format.parse().unwrap()).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn tsv_and_markdown() {
+        let r = result(&["a|b", "two\nlines\tand a tab", "ok"]);
+        assert_eq!(
+            printed(&r, "tsv"),
+            "message\na|b\ntwo\\nlines\\tand a tab\nok\n"
+        );
+        assert_eq!(
+            printed(&r, "markdown"),
+            "| message |\n|---|\n| a\\|b |\n| two<br>lines and a tab |\n| ok |\n"
+        );
+        assert_eq!(printed(&r, "md"), printed(&r, "markdown"));
+        assert!("xml".parse::<OutputFormat>().is_err());
     }
 }

@@ -348,33 +348,38 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
-        let result = runtime.block_on(async {
-            let mut am = Alertmanager::new(&format!("http://127.0.0.1:{port}")).unwrap();
-            let started = Instant::now();
-            while am.list().await.is_err() {
-                assert!(
-                    started.elapsed() < Duration::from_secs(30),
-                    "Alertmanager did not start"
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            runtime.block_on(async {
+                let mut am = Alertmanager::new(&format!("http://127.0.0.1:{port}")).unwrap();
+                let started = Instant::now();
+                while am.list().await.is_err() {
+                    assert!(
+                        started.elapsed() < Duration::from_secs(30),
+                        "Alertmanager did not start"
+                    );
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                let now = chrono::Utc::now().timestamp_nanos_opt().unwrap();
+                am.send(&[outgoing(Status::Opened, 1)], now).await.unwrap();
+                let alerts = am.list().await.unwrap();
+                let active = alerts.as_array().unwrap();
+                assert_eq!(active.len(), 1, "{alerts}");
+                assert_eq!(active[0]["labels"]["incident_id"], "inc-1");
+                assert_eq!(
+                    active[0]["annotations"]["verdict"],
+                    "infrastructure.gpu_xid"
                 );
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-            let now = chrono::Utc::now().timestamp_nanos_opt().unwrap();
-            am.send(&[outgoing(Status::Opened, 1)], now).await.unwrap();
-            let alerts = am.list().await.unwrap();
-            let active = alerts.as_array().unwrap();
-            assert_eq!(active.len(), 1, "{alerts}");
-            assert_eq!(active[0]["labels"]["incident_id"], "inc-1");
-            assert_eq!(
-                active[0]["annotations"]["verdict"],
-                "infrastructure.gpu_xid"
-            );
-            assert_eq!(active[0]["status"]["state"], "active");
-            am.send(&[outgoing(Status::Ended, 2)], now).await.unwrap();
-            let alerts = am.list().await.unwrap();
-            assert_eq!(alerts.as_array().unwrap().len(), 0, "{alerts}");
-        });
+                assert_eq!(active[0]["status"]["state"], "active");
+                am.send(&[outgoing(Status::Ended, 2)], now).await.unwrap();
+                let alerts = am.list().await.unwrap();
+                assert_eq!(alerts.as_array().unwrap().len(), 0, "{alerts}");
+            })
+        }));
+        // Alertmanager stops whether the checks passed or not.
         let _ = child.kill();
         let _ = child.wait();
-        result
+        if let Err(panic) = result {
+            std::panic::resume_unwind(panic);
+        }
     }
 }

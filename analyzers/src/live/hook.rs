@@ -1,7 +1,9 @@
 //! `--on-incident CMD`: runs a user's command with an incident's JSON on stdin, on a
 //! thread of its own, so a slow or failing command never holds up ingest or analysis.
-//! The command runs in a process group of its own; its timeout covers writing its input,
-//! and on timeout the whole group (`sh` and whatever it started) is killed.
+//! `CMD` is a shell command (`sh -c`), or a JSON array of arguments run as they are
+//! (`["/hook", "--page"]`, the exec form of a Dockerfile's CMD: no shell needed, as in a
+//! distroless image). The command runs in a process group of its own; its timeout covers
+//! writing its input, and on timeout the whole group (and whatever it started) is killed.
 
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -31,8 +33,8 @@ pub struct HookRunner {
 }
 
 impl HookRunner {
-    /// Starts the runner for `command` (run with `sh -c`); each run may take up to
-    /// `timeout` before it is killed.
+    /// Starts the runner for `command` (see the module's doc for its two forms); each run
+    /// may take up to `timeout` before it is killed.
     pub fn start(command: String, timeout: Duration) -> HookRunner {
         let (tx, rx) = mpsc::sync_channel(QUEUE);
         let thread = std::thread::Builder::new()
@@ -88,12 +90,26 @@ fn serve(command: &str, timeout: Duration, rx: Receiver<HookCall>) {
     }
 }
 
+/// The program and arguments of `command`: a JSON array as it is, else `sh -c command`.
+pub fn argv(command: &str) -> Result<Vec<String>, String> {
+    if command.trim_start().starts_with('[') {
+        let argv: Vec<String> = serde_json::from_str(command).map_err(|e| {
+            format!("--on-incident '{command}' is not a JSON array of strings ({e})")
+        })?;
+        if argv.first().is_none_or(|p| p.is_empty()) {
+            return Err(format!("--on-incident '{command}' names no program"));
+        }
+        return Ok(argv);
+    }
+    Ok(vec!["sh".into(), "-c".into(), command.to_string()])
+}
+
 /// Runs the command once with the incident on stdin; the error says what went wrong.
 fn run_once(command: &str, call: &HookCall, timeout: Duration) -> Result<(), String> {
     let deadline = Instant::now() + timeout;
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(command)
+    let argv = argv(command)?;
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
         .env("WHYSLOW_INCIDENT_ID", &call.incident_id)
         .env("WHYSLOW_INCIDENT_STATUS", &call.status)
         .env("WHYSLOW_INCIDENT_CAUSE", &call.cause)
@@ -102,7 +118,7 @@ fn run_once(command: &str, call: &HookCall, timeout: Duration) -> Result<(), Str
         // A group of its own (its id is the child's pid), killed whole on timeout.
         .process_group(0)
         .spawn()
-        .map_err(|e| format!("cannot start `sh -c {command}`: {e}"))?;
+        .map_err(|e| format!("cannot start `{}`: {e}", argv.join(" ")))?;
     // The input is written on a thread of its own, inside the timeout: a command that
     // never reads a large input cannot hold the runner before its clock starts.
     let writer = child.stdin.take().map(|mut stdin| {
@@ -138,16 +154,20 @@ fn run_once(command: &str, call: &HookCall, timeout: Duration) -> Result<(), Str
     result
 }
 
-/// Kills every process of the group `pgid` (`kill -KILL -- -PGID`).
+/// Kills every process of the group `pgid` (`kill -KILL -- -PGID`), with no `kill`
+/// program needed.
 fn kill_group(pgid: u32) {
-    let killed = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pgid}")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    if !killed.is_ok_and(|s| s.success()) {
-        warn!("Could not kill the --on-incident command's process group {pgid}.");
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
+        return;
+    };
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours; a negative pid
+    // names the process group the child leads (created with `process_group(0)`).
+    let killed = unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    if killed != 0 {
+        warn!(
+            "Could not kill the --on-incident command's process group {pgid}: {}.",
+            std::io::Error::last_os_error()
+        );
     }
 }
 
@@ -182,6 +202,24 @@ mod tests {
             "{\"incident_id\":\"a\"}\nopened orchestrator.preemption\n\
              {\"incident_id\":\"b\"}\nopened orchestrator.preemption\n"
         );
+    }
+
+    /// The exec form runs its program directly (no shell): here `tee`, which writes the
+    /// incident to the file it is given.
+    #[test]
+    fn a_json_array_runs_without_a_shell() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("got");
+        let cmd = serde_json::to_string(&["tee", out.to_str().unwrap()]).unwrap();
+        assert_eq!(argv(&cmd).unwrap()[0], "tee");
+        run_once(&cmd, &call("a"), Duration::from_secs(10)).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "{\"incident_id\":\"a\"}\n"
+        );
+        assert!(argv("[\"\"]").is_err());
+        assert!(argv("[1, 2]").is_err());
+        assert_eq!(argv("echo hi").unwrap(), ["sh", "-c", "echo hi"]);
     }
 
     #[test]

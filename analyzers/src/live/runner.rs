@@ -17,6 +17,7 @@ use whyslow_schemas::Table;
 use super::alertmanager::{Alertmanager, RESEND};
 use super::hook::{HookCall, HookRunner};
 use super::message::{Outgoing, incidents_batch};
+use super::metrics::LiveMetrics;
 use super::standing::published_incidents;
 use super::tracker::{Published, Sighting, Tracker};
 use crate::analyze::{Selection, analyze};
@@ -36,6 +37,8 @@ pub struct LiveOptions {
     pub on_incident_timeout: Duration,
     /// Where incidents fire and resolve as alerts, if anywhere.
     pub alertmanager: Option<Alertmanager>,
+    /// The analyzer's own metrics.
+    pub metrics: LiveMetrics,
     pub detectors: DetectorConfig,
 }
 
@@ -49,6 +52,7 @@ impl LiveOptions {
             on_incident: None,
             on_incident_timeout: Duration::from_secs(60),
             alertmanager: None,
+            metrics: LiveMetrics::default(),
             detectors: DetectorConfig::default(),
         }
     }
@@ -66,6 +70,7 @@ pub struct LiveSummary {
 
 /// A commit observer that runs the analyzers on a thread of its own.
 pub struct LiveAnalyzer {
+    metrics: LiveMetrics,
     tx: Option<Sender<Committed>>,
     thread: Option<JoinHandle<LiveSummary>>,
     summary: LiveSummary,
@@ -75,11 +80,13 @@ impl LiveAnalyzer {
     /// Starts the analyzer thread.
     pub fn start(opts: LiveOptions) -> Result<LiveAnalyzer> {
         let (tx, rx) = mpsc::channel();
+        let metrics = opts.metrics.clone();
         let thread = std::thread::Builder::new()
             .name("live-analyzer".into())
             .spawn(move || serve(opts, rx))
             .map_err(|e| AnalyzeError::Usage(format!("cannot start the live analyzer: {e}")))?;
         Ok(LiveAnalyzer {
+            metrics,
             tx: Some(tx),
             thread: Some(thread),
             summary: LiveSummary::default(),
@@ -110,6 +117,10 @@ impl CommitObserver for LiveAnalyzer {
 
     fn finish(&mut self) {
         self.stop();
+    }
+
+    fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        self.metrics.register(registry);
     }
 }
 
@@ -183,17 +194,27 @@ fn serve(mut opts: LiveOptions, rx: Receiver<Committed>) -> LiveSummary {
             }
         }
         summary.analyses += 1;
-        let revisions = match runtime.block_on(analyze_window(&opts)) {
+        let started = std::time::Instant::now();
+        let analyzed = runtime.block_on(analyze_window(&opts));
+        opts.metrics
+            .analysis_seconds
+            .observe(started.elapsed().as_secs_f64());
+        let revisions = match analyzed {
             Ok(Some((sightings, from, truncated))) => tracker.observe(sightings, from, truncated),
             Ok(None) => Vec::new(),
             Err(e) => {
                 summary.failed_analyses += 1;
+                opts.metrics.failed_analyses.inc();
                 warn!("A live analysis failed: {e}.");
                 continue;
             }
         };
         let arrived = earliest.and_then(|ms| ms.checked_mul(1_000_000));
         let out = emit(&opts, hook.as_ref(), revisions, arrived);
+        if let (Some(first), Some(arrived)) = (out.first(), arrived) {
+            let lag = (first.published_ns - arrived) as f64 / 1e9;
+            opts.metrics.analysis_lag_seconds.set(lag.max(0.0));
+        }
         summary.revisions += out.len() as u64;
         alert(&runtime, alerts.as_mut(), &out);
     }
@@ -368,6 +389,7 @@ fn emit(
     }
     for o in &out {
         let r = &o.revision;
+        opts.metrics.published(r.status.as_str());
         info!(
             incident = %r.incident_id,
             revision = r.revision,

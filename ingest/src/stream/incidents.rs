@@ -40,6 +40,8 @@ pub trait CommitObserver: Send {
     /// The worker made its last commit and is stopping: finish what is pending (may
     /// block until done).
     fn finish(&mut self) {}
+    /// Registers the observer's own metrics beside the worker's (served on `/metrics`).
+    fn register_metrics(&self, _registry: &mut prometheus_client::registry::Registry) {}
 }
 
 /// Logs deliveries that failed after librdkafka's own retries.

@@ -86,7 +86,15 @@ impl Readiness {
 impl Telemetry {
     /// Registers every series under the `whyslow_stream_` prefix.
     pub fn new() -> Arc<Telemetry> {
-        let mut registry = Registry::with_prefix("whyslow_stream");
+        Self::with(|_| {})
+    }
+
+    /// Registers every series, then lets `more` register its own (at the top level of
+    /// the registry, under prefixes of their own).
+    pub fn with(more: impl FnOnce(&mut Registry)) -> Arc<Telemetry> {
+        let mut top = Registry::default();
+        more(&mut top);
+        let registry = top.sub_registry_with_prefix("whyslow_stream");
         let t = Telemetry {
             consumed: Family::default(),
             written: Counter::default(),
@@ -146,7 +154,7 @@ impl Telemetry {
             "Partitions this worker holds",
             t.assigned.clone(),
         );
-        Arc::new(Telemetry { registry, ..t })
+        Arc::new(Telemetry { registry: top, ..t })
     }
 
     /// The worker now holds `n` partitions.

@@ -241,7 +241,11 @@ pub async fn run(
     observer: Option<Box<dyn CommitObserver>>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<StreamSummary, StreamError> {
-    let telemetry = Telemetry::new();
+    let telemetry = Telemetry::with(|registry| {
+        if let Some(o) = &observer {
+            o.register_metrics(registry);
+        }
+    });
     // Data held this long without a commit means the worker is stuck (slow store, a
     // writer lock held): ten flush intervals, at least a minute.
     telemetry.set_stale_after((opts.flush_interval * 10).max(Duration::from_secs(60)));

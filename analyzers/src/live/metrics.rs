@@ -1,0 +1,108 @@
+//! The live analyzer's own metrics, served beside the worker's on `/metrics`: how long
+//! analyses take, how far the verdicts trail the evidence, and the incidents published
+//! by status.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+
+/// Labels of the incident counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StatusLabels {
+    pub status: String,
+}
+
+/// Handles to every series (clones share their values).
+#[derive(Clone)]
+pub struct LiveMetrics {
+    /// Seconds one analysis of the window took.
+    pub analysis_seconds: Histogram,
+    /// Analyses that failed.
+    pub failed_analyses: Counter,
+    /// Incident revisions published, by status (opened, revised, ended, retracted).
+    pub incidents: Family<StatusLabels, Counter>,
+    /// Seconds from the earliest arrival of the evidence an analysis covered to its
+    /// revisions going out (the last analysis that published).
+    pub analysis_lag_seconds: Gauge<f64, AtomicU64>,
+}
+
+impl Default for LiveMetrics {
+    fn default() -> Self {
+        LiveMetrics {
+            analysis_seconds: Histogram::new(exponential_buckets(0.01, 2.0, 14)),
+            failed_analyses: Counter::default(),
+            incidents: Family::default(),
+            analysis_lag_seconds: Gauge::default(),
+        }
+    }
+}
+
+impl LiveMetrics {
+    /// Registers the series under `whyslow_live_`.
+    pub fn register(&self, registry: &mut Registry) {
+        let r = registry.sub_registry_with_prefix("whyslow_live");
+        r.register(
+            "analysis_seconds",
+            "Seconds one live analysis of the window took",
+            self.analysis_seconds.clone(),
+        );
+        r.register(
+            "failed_analyses",
+            "Live analyses that failed",
+            self.failed_analyses.clone(),
+        );
+        r.register(
+            "incident_revisions",
+            "Incident revisions published, by status",
+            self.incidents.clone(),
+        );
+        r.register(
+            "analysis_lag_seconds",
+            "Seconds from the evidence's arrival to the revisions it caused",
+            self.analysis_lag_seconds.clone(),
+        );
+    }
+
+    /// Counts a published revision.
+    pub fn published(&self, status: &str) {
+        self.incidents
+            .get_or_create(&StatusLabels {
+                status: status.to_string(),
+            })
+            .inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_render_under_their_prefix() {
+        let m = LiveMetrics::default();
+        let mut registry = Registry::default();
+        m.register(&mut registry);
+        m.published("opened");
+        m.published("opened");
+        m.analysis_seconds.observe(0.2);
+        m.analysis_lag_seconds.set(1.5);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        assert!(
+            text.contains("whyslow_live_incident_revisions_total{status=\"opened\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("whyslow_live_analysis_seconds_count 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("whyslow_live_analysis_lag_seconds 1.5"),
+            "{text}"
+        );
+    }
+}
