@@ -56,12 +56,12 @@ ensure_chromium() {
 # Prometheus Alertmanager (Debian's package): `--alertmanager` is tested against it.
 ensure_alertmanager() {
     if command -v prometheus-alertmanager >/dev/null 2>&1; then
-        export WHYSLOW_ALERTMANAGER="$(command -v prometheus-alertmanager)"
+        export WHYSLOW_ALERTMANAGER_BIN="$(command -v prometheus-alertmanager)"
         return
     fi
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "scripts/test: installing prometheus-alertmanager (Debian package) for the alert test" >&2
         apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus-alertmanager >/dev/null
-        export WHYSLOW_ALERTMANAGER="$(command -v prometheus-alertmanager)"
+        export WHYSLOW_ALERTMANAGER_BIN="$(command -v prometheus-alertmanager)"
     fi
 }

@@ -320,7 +320,7 @@ mod tests {
     /// an ended one leaves the active list.
     #[test]
     fn fires_and_resolves_in_a_real_alertmanager() {
-        let bin = std::env::var("WHYSLOW_ALERTMANAGER")
+        let bin = std::env::var("WHYSLOW_ALERTMANAGER_BIN")
             .unwrap_or_else(|_| "prometheus-alertmanager".to_string());
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("alertmanager.yml");
