@@ -145,8 +145,9 @@ fn journal_micros(field: &str, t: &str) -> Result<Nanos, String> {
 
 /// Reads one record.
 pub fn parse(line: &str) -> Result<Entry<'_>, String> {
-    let r: Record<'_> = serde_json::from_str(line)
-        .map_err(|e| format!("not a journal or kernel log record: {e}"))?;
+    let r: Record<'_> = serde_json::from_str(line).map_err(|e| {
+        format!("not a journalctl -o json record (nor a collector's kernel record): {e}")
+    })?;
     let message = [r.message, r.vector_message, r.msg]
         .into_iter()
         .flatten()
