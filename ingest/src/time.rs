@@ -456,6 +456,31 @@ pub fn parse_syslog_prefix(s: &str, year_ref: Nanos) -> Option<Stamp> {
     })
 }
 
+/// A time in a JSON record: RFC 3339 / asctime text, or epoch seconds (Fluent Bit `date`,
+/// `@timestamp`), read by the decoders of JSON records (container logs, journal records).
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+pub enum JsonTime<'a> {
+    Number(f64),
+    #[serde(borrow)]
+    Text(std::borrow::Cow<'a, str>),
+}
+
+impl JsonTime<'_> {
+    /// The time, `None` when it reads as none.
+    pub fn nanos(&self) -> Option<Nanos> {
+        match self {
+            JsonTime::Number(v) => from_epoch_number(*v).ok(),
+            JsonTime::Text(s) => parse_stamp_prefix(s.trim()).map(|st| st.ns).or_else(|| {
+                s.trim()
+                    .parse::<f64>()
+                    .ok()
+                    .and_then(|v| from_epoch_number(v).ok())
+            }),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,31 +43,6 @@ struct LineTime {
     from: TimeFrom,
 }
 
-/// A time in a JSON record: RFC 3339 / asctime text, or epoch seconds (Fluent Bit `date`).
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum JsonTime<'a> {
-    Number(f64),
-    #[serde(borrow)]
-    Text(Cow<'a, str>),
-}
-
-impl JsonTime<'_> {
-    fn nanos(&self) -> Option<Nanos> {
-        match self {
-            JsonTime::Number(v) => time::from_epoch_number(*v).ok(),
-            JsonTime::Text(s) => time::parse_stamp_prefix(s.trim())
-                .map(|st| st.ns)
-                .or_else(|| {
-                    s.trim()
-                        .parse::<f64>()
-                        .ok()
-                        .and_then(|v| time::from_epoch_number(v).ok())
-                }),
-        }
-    }
-}
-
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum JsonInt<'a> {
@@ -112,15 +87,15 @@ struct JsonRecord<'a> {
     #[serde(borrow)]
     msg: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    time: Option<JsonTime<'a>>,
+    time: Option<time::JsonTime<'a>>,
     #[serde(borrow)]
-    timestamp: Option<JsonTime<'a>>,
+    timestamp: Option<time::JsonTime<'a>>,
     #[serde(borrow, rename = "@timestamp")]
-    at_timestamp: Option<JsonTime<'a>>,
+    at_timestamp: Option<time::JsonTime<'a>>,
     #[serde(borrow)]
-    date: Option<JsonTime<'a>>,
+    date: Option<time::JsonTime<'a>>,
     #[serde(borrow)]
-    asctime: Option<JsonTime<'a>>,
+    asctime: Option<time::JsonTime<'a>>,
     #[serde(borrow)]
     stream: Option<Cow<'a, str>>,
     #[serde(borrow)]
@@ -149,7 +124,7 @@ impl JsonRecord<'_> {
         ]
         .into_iter()
         .flatten()
-        .find_map(JsonTime::nanos)
+        .find_map(time::JsonTime::nanos)
     }
 
     /// The framework a JSON logger's `name` names (`transformers.trainer`, `torch…`).

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use crate::time::{self, Nanos};
+use crate::time::{JsonTime, Nanos};
 
 #[derive(Deserialize)]
 struct Record<'a> {
@@ -45,11 +45,11 @@ struct Record<'a> {
     usec: Option<i64>,
     /// The shipper's time: Vector `timestamp`, Fluent Bit `@timestamp` / `date`.
     #[serde(borrow)]
-    timestamp: Option<Stamp<'a>>,
+    timestamp: Option<JsonTime<'a>>,
     #[serde(rename = "@timestamp", borrow)]
-    at_timestamp: Option<Stamp<'a>>,
+    at_timestamp: Option<JsonTime<'a>>,
     #[serde(borrow)]
-    date: Option<Stamp<'a>>,
+    date: Option<JsonTime<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -73,35 +73,6 @@ impl Priority<'_> {
         match self {
             Priority::Number(n) => Some(*n),
             Priority::Text(t) => t.trim().parse().ok(),
-        }
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Stamp<'a> {
-    Number(f64),
-    Text(#[serde(borrow)] Cow<'a, str>),
-}
-
-impl Stamp<'_> {
-    fn nanos(&self, field: &str) -> Result<Nanos, String> {
-        match self {
-            Stamp::Number(v) => time::from_epoch_number(*v),
-            Stamp::Text(t) => time::parse_rfc3339(t).or_else(|e| {
-                t.trim()
-                    .parse::<f64>()
-                    .map_err(|_| e)
-                    .and_then(time::from_epoch_number)
-            }),
-        }
-        .map_err(|_| format!("unreadable {field} '{}'", self.text()))
-    }
-
-    fn text(&self) -> String {
-        match self {
-            Stamp::Number(v) => v.to_string(),
-            Stamp::Text(t) => t.to_string(),
         }
     }
 }
@@ -158,11 +129,11 @@ pub fn parse(line: &str) -> Result<Entry<'_>, String> {
     } else if let Some(t) = &r.source_realtime {
         Some(journal_micros("_SOURCE_REALTIME_TIMESTAMP", t)?)
     } else if let Some(t) = &r.timestamp {
-        Some(t.nanos("timestamp")?)
+        Some(t.nanos().ok_or("unreadable timestamp")?)
     } else if let Some(t) = &r.at_timestamp {
-        Some(t.nanos("@timestamp")?)
+        Some(t.nanos().ok_or("unreadable @timestamp")?)
     } else if let Some(t) = &r.date {
-        Some(t.nanos("date")?)
+        Some(t.nanos().ok_or("unreadable date")?)
     } else {
         None
     };
