@@ -17,6 +17,7 @@ pub mod container_log;
 pub mod envelope;
 pub mod k8s;
 pub mod kmsg;
+pub mod otlp;
 pub mod prometheus;
 pub mod slurm;
 
@@ -45,11 +46,13 @@ pub enum Format {
     ContainerLog,
     /// slurmctld logs and `sacct --parsable2`.
     Slurm,
+    /// OpenTelemetry OTLP logs and metrics requests, JSON or protobuf.
+    Otlp,
 }
 
 impl Format {
     /// Every format name the CLI accepts.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::Auto,
         Format::Envelope,
         Format::K8s,
@@ -57,6 +60,7 @@ impl Format {
         Format::Kmsg,
         Format::ContainerLog,
         Format::Slurm,
+        Format::Otlp,
     ];
 
     /// The name used on the command line and in `dead_letters.format`.
@@ -69,6 +73,7 @@ impl Format {
             Format::Kmsg => "kmsg",
             Format::ContainerLog => "container-log",
             Format::Slurm => "slurm",
+            Format::Otlp => "otlp",
         }
     }
 }
@@ -82,7 +87,7 @@ impl fmt::Display for Format {
 /// A format name that is not one of [`Format::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown format '{0}' (expected one of auto, envelope, k8s, prometheus, kmsg, container-log, slurm)"
+    "unknown format '{0}' (expected one of auto, envelope, k8s, prometheus, kmsg, container-log, slurm, otlp)"
 )]
 pub struct UnknownFormat(pub String);
 
@@ -148,6 +153,9 @@ pub struct Hints {
     pub default_time_ns: Option<i64>,
     /// Boot time (ns since epoch) for kernel records stamped relative to boot.
     pub boot_time_ns: Option<i64>,
+    /// The time its shipper stamped on this one record (an OTLP log record's time): dates
+    /// a line that carries none of its own, before the time of a preceding line.
+    pub record_time_ns: Option<i64>,
 }
 
 /// Per-input tallies. `records = produced + skipped + rejected`;
@@ -300,6 +308,28 @@ impl Output {
     pub fn pending_rows(&self) -> usize {
         let ready: usize = self.ready.iter().map(|(_, b)| b.num_rows()).sum();
         ready + self.events.len() + self.metrics.len() + self.dead.len()
+    }
+
+    /// Decodes the parts of one record (the log records of an OTLP request) with `f`,
+    /// whose decoders account for each part as if it were a record; returns the parts'
+    /// tallies and leaves the record's own tally (begun with [`Output::begin_record`]) as
+    /// it was, for the caller to close with one of `produced`, `skip` or `reject`.
+    pub fn parts<R>(&mut self, f: impl FnOnce(&mut Output) -> R) -> (Counts, R) {
+        let before = self.counts;
+        let starts = (self.events_at_record_start, self.metrics_at_record_start);
+        let r = f(self);
+        let after = self.counts;
+        self.counts = before;
+        (self.events_at_record_start, self.metrics_at_record_start) = starts;
+        let parts = Counts {
+            records: after.records.saturating_sub(before.records),
+            produced: after.produced.saturating_sub(before.produced),
+            skipped: after.skipped.saturating_sub(before.skipped),
+            rejected: after.rejected.saturating_sub(before.rejected),
+            events: after.events.saturating_sub(before.events),
+            metrics: after.metrics.saturating_sub(before.metrics),
+        };
+        (parts, r)
     }
 
     /// Text and payload bytes waiting in the builders; a driver hands the rows on once

@@ -31,6 +31,7 @@ use crate::decode::container_log::ContainerLogDecoder;
 use crate::decode::envelope::EnvelopeDecoder;
 use crate::decode::k8s::K8sDecoder;
 use crate::decode::kmsg::KmsgDecoder;
+use crate::decode::otlp::OtlpDecoder;
 use crate::decode::prometheus::PrometheusDecoder;
 use crate::decode::slurm::SlurmDecoder;
 use crate::decode::{
@@ -114,6 +115,11 @@ pub fn decoder_for(format: Format) -> Result<Box<dyn Decoder>, IngestError> {
         Format::Kmsg => Box::new(KmsgDecoder::new()),
         Format::ContainerLog => Box::new(ContainerLogDecoder::new()),
         Format::Slurm => Box::new(SlurmDecoder::new()),
+        // The formats its log records carry are read by the decoders above.
+        Format::Otlp => Box::new(OtlpDecoder::new(|f| match f {
+            Format::Auto | Format::Otlp => None,
+            f => decoder_for(f).ok(),
+        })),
     })
 }
 

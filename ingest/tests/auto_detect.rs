@@ -233,7 +233,7 @@ const EXPECTED: &[(&str, Option<Format>)] = &[
     ),
     ("xid-kernel-logs/gpud-nvidia-fabricmanager.log", Some(Kmsg)), // Collectors' shapes (`collectors/`, only in fixtures). Events as collectors ship them
     // are k8s; Fluent Bit's `[time, {record}]` test renderings, Go test lines, CUE and
-    // YAML goldens of other tools are text; OTLP JSON is not read yet (None).
+    // YAML goldens of other tools are text; OTLP/JSON requests go to the otlp decoder.
     ("collectors/SOURCES.md", Some(ContainerLog)),
     (
         "collectors/bkmonitorbeat-kubeevent-test-exporter-line-FailedScheduling-series.txt",
@@ -305,9 +305,9 @@ const EXPECTED: &[(&str, Option<Format>)] = &[
         "collectors/otel-stanza-k8s_event_input-output-entry.json",
         Some(K8s),
     ),
-    ("collectors/otlp-json-examples-events.json", None),
-    ("collectors/otlp-json-examples-logs.json", None),
-    ("collectors/otlp-json-examples-metrics.json", None),
+    ("collectors/otlp-json-examples-events.json", Some(Otlp)),
+    ("collectors/otlp-json-examples-logs.json", Some(Otlp)),
+    ("collectors/otlp-json-examples-metrics.json", Some(Otlp)),
     (
         "collectors/vector-journald-source-sample-output.cue",
         Some(ContainerLog),

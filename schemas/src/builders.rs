@@ -365,6 +365,14 @@ impl DeadLetterBuilder {
         self.bytes
     }
 
+    /// The reason given for the last row appended since the last `finish`.
+    pub fn last_error(&self) -> Option<&str> {
+        let offsets = self.error.offsets_slice();
+        let end = usize::try_from(*offsets.last()?).ok()?;
+        let start = usize::try_from(*offsets.get(offsets.len().checked_sub(2)?)?).ok()?;
+        std::str::from_utf8(self.error.values_slice().get(start..end)?).ok()
+    }
+
     /// Whether no row was appended since the last `finish`.
     pub fn is_empty(&self) -> bool {
         self.len == 0

@@ -15,8 +15,8 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
-use crate::decode::slurm;
 use crate::decode::{Decoder, Format, Hints, Origin, Output};
+use crate::decode::{otlp, slurm};
 use crate::time;
 
 /// How many lines of a file's head [`detect`] reads at most.
@@ -55,9 +55,19 @@ struct Keys {
     involved_object: Option<IgnoredAny>,
     regarding: Option<IgnoredAny>,
     reason: Option<IgnoredAny>,
+    /// An OTLP/JSON export request.
+    #[serde(rename = "resourceLogs")]
+    resource_logs: Option<IgnoredAny>,
+    #[serde(rename = "resourceMetrics")]
+    resource_metrics: Option<IgnoredAny>,
+    #[serde(rename = "resourceSpans")]
+    resource_spans: Option<IgnoredAny>,
 }
 
 fn json_format(k: &Keys) -> Option<Format> {
+    if k.resource_logs.is_some() || k.resource_metrics.is_some() || k.resource_spans.is_some() {
+        return Some(Format::Otlp);
+    }
     if k.realtime.is_some() || k.journal_message.is_some() || k.journal_transport.is_some() {
         return Some(Format::Kmsg);
     }
@@ -88,7 +98,12 @@ fn json_format(k: &Keys) -> Option<Format> {
 /// The format of a JSON text whose head is all we have (a pretty-printed document cut
 /// short): by the keys it mentions.
 fn json_head_format(head: &str) -> Option<Format> {
-    if head.contains("\"__REALTIME_TIMESTAMP\"") || head.contains("\"_TRANSPORT\"") {
+    if head.contains("\"resourceLogs\"")
+        || head.contains("\"resourceMetrics\"")
+        || head.contains("\"resourceSpans\"")
+    {
+        Some(Format::Otlp)
+    } else if head.contains("\"__REALTIME_TIMESTAMP\"") || head.contains("\"_TRANSPORT\"") {
         Some(Format::Kmsg)
     } else if head.contains("\"kubernetes\"") {
         Some(Format::ContainerLog)
@@ -663,5 +678,8 @@ pub fn detect_record_strict(bytes: &[u8]) -> Option<Format> {
 
 /// The format of one record in a mixed stream, plain text counting as container output.
 pub fn detect_record(bytes: &[u8]) -> Option<Format> {
+    if otlp::request::looks_like_protobuf(bytes) {
+        return Some(Format::Otlp);
+    }
     detect_record_strict(bytes).or_else(|| detect(bytes))
 }

@@ -33,6 +33,8 @@ use traceback::{Feed, Traceback};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TimeFrom {
     Own,
+    /// The time its shipper stamped on the record (an OTLP log record's).
+    Shipper,
     PrecedingLine,
     Default,
 }
@@ -490,12 +492,16 @@ impl ContainerLogDecoder {
                     from: TimeFrom::Own,
                 })
             }
-            None => match self.last_time.get(&source_key) {
-                Some(&ns) => Some(LineTime {
+            None => match (hints.record_time_ns, self.last_time.get(&source_key)) {
+                (Some(ns), _) => Some(LineTime {
+                    ns,
+                    from: TimeFrom::Shipper,
+                }),
+                (None, Some(&ns)) => Some(LineTime {
                     ns,
                     from: TimeFrom::PrecedingLine,
                 }),
-                None => hints.default_time_ns.map(|ns| LineTime {
+                (None, None) => hints.default_time_ns.map(|ns| LineTime {
                     ns,
                     from: TimeFrom::Default,
                 }),
@@ -726,6 +732,7 @@ fn push_context<'a>(attrs: &mut Vec<(&'a str, Cow<'a, str>)>, who: &'a Who<'a>, 
     match t.from {
         TimeFrom::Own => {}
         TimeFrom::PrecedingLine => attrs.push(("time_from", Cow::Borrowed("preceding_line"))),
+        TimeFrom::Shipper => attrs.push(("time_from", Cow::Borrowed("shipper"))),
         TimeFrom::Default => attrs.push(("time_from", Cow::Borrowed("default"))),
     }
 }

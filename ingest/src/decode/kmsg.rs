@@ -186,7 +186,11 @@ impl KmsgDecoder {
                     (rel % 1_000_000_000) / 1000
                 )),
             },
-            When::Unknown => self.last_time.or(hints.default_time_ns).ok_or_else(|| {
+            When::Unknown => hints
+                .record_time_ns
+                .or(self.last_time)
+                .or(hints.default_time_ns)
+                .ok_or_else(|| {
                 "the line has no time and nothing dates it: pass --time (or ingest the file, whose mtime is used)"
                     .to_string()
             }),

@@ -245,6 +245,25 @@ impl PrometheusDecoder {
         Ok(true)
     }
 
+    /// Reads one sample another format carries (an OTLP data point): `fill` writes it into
+    /// the cleared buffer, then it becomes a row like a scraped one. On an error the
+    /// sample stays readable through [`PrometheusDecoder::sample`].
+    pub fn decode_sample(
+        &mut self,
+        fill: impl FnOnce(&mut Sample),
+        hints: &Hints,
+        out: &mut Output,
+    ) -> Result<(), String> {
+        self.sample.clear();
+        fill(&mut self.sample);
+        self.emit(hints, out)
+    }
+
+    /// The sample last read.
+    pub fn sample(&self) -> &Sample {
+        &self.sample
+    }
+
     /// Appends the sample in the buffer as a row (and an event when a state changed).
     fn emit(&mut self, hints: &Hints, out: &mut Output) -> Result<(), String> {
         let s = &self.sample;

@@ -140,6 +140,7 @@ impl MicroBatch {
             path: header("path").map(str::to_string),
             default_time_ns: m.timestamp_ms.and_then(|ms| ms.checked_mul(1_000_000)),
             boot_time_ns: None,
+            record_time_ns: None,
         };
         let origin = Origin::Kafka {
             topic: m.topic,
