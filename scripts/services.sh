@@ -9,6 +9,7 @@ ensure_services() {
     ensure_tansu
     ensure_chromium
     ensure_alertmanager
+    ensure_stunnel
 }
 
 # librdkafka is built with OAUTHBEARER/OIDC token retrieval, which links libcurl: its
@@ -63,5 +64,17 @@ ensure_alertmanager() {
         echo "scripts/test: installing prometheus-alertmanager (Debian package) for the alert test" >&2
         apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus-alertmanager >/dev/null
         export WHYSLOW_ALERTMANAGER_BIN="$(command -v prometheus-alertmanager)"
+    fi
+}
+
+# stunnel (Debian's stunnel4) terminates TLS in front of tansu, which serves plain TCP
+# only: the TLS round trip of the Kafka client is tested through it.
+ensure_stunnel() {
+    if command -v stunnel >/dev/null 2>&1; then
+        return
+    fi
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "scripts/test: installing stunnel4 (Debian package) for the Kafka TLS test" >&2
+        apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq stunnel4 >/dev/null
     fi
 }

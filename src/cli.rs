@@ -61,7 +61,7 @@ pub struct IngestArgs {
     /// Files, directories (read recursively) or `-` for stdin; plain or gzip.
     #[arg(required = true)]
     pub paths: Vec<String>,
-    /// The input format: auto, envelope, k8s, prometheus, kmsg, container-log, slurm.
+    /// The input format: auto, envelope, k8s, prometheus, kmsg, container-log, slurm, otlp.
     #[arg(long, default_value = "auto")]
     pub format: String,
     #[command(flatten)]
@@ -217,6 +217,7 @@ impl HintArgs {
             cluster: self.cluster,
             default_time_ns: time("time", self.time)?,
             boot_time_ns: time("boot-time", self.boot_time)?,
+            record_time_ns: None,
         })
     }
 }

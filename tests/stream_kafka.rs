@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use arrow::array::{Array, StringArray};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use rdkafka::ClientConfig;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use support::broker::Broker;
 use support::signal;
@@ -19,8 +18,8 @@ use whyslow_ingest::store::Store;
 use whyslow_schemas::Table;
 
 fn producer(broker: &Broker) -> ThreadedProducer<DefaultProducerContext> {
-    ClientConfig::new()
-        .set("bootstrap.servers", broker.addr())
+    broker
+        .client_config()
         .set("linger.ms", "20")
         .set("batch.num.messages", "5000")
         .set("enable.idempotence", "false")
@@ -93,6 +92,16 @@ fn free_port() -> u16 {
 }
 
 fn start_worker(store: &Path, broker: &Broker, group: &str, topic: &str) -> Child {
+    start_worker_with(store, broker, group, topic, &[])
+}
+
+fn start_worker_with(
+    store: &Path,
+    broker: &Broker,
+    group: &str,
+    topic: &str,
+    extra: &[&str],
+) -> Child {
     Command::new(env!("CARGO_BIN_EXE_whyslow"))
         .args([
             "--store",
@@ -117,6 +126,7 @@ fn start_worker(store: &Path, broker: &Broker, group: &str, topic: &str) -> Chil
             "--retry-budget",
             "2m",
         ])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
@@ -321,6 +331,88 @@ fn a_poison_message_goes_to_dead_letters_and_the_partition_moves_on() {
     assert_eq!(refs, vec!["envpoison/0/1".to_string()]);
     let errors = column(store.path(), Table::DeadLetters, "error");
     assert!(!errors[0].is_empty());
+}
+
+/// A broker reached only over TLS (tansu behind stunnel, a certificate for 127.0.0.1):
+/// the worker, configured with `-X` like any librdkafka client, consumes over TLS and
+/// verifies the broker's certificate; without the CA it reads nothing.
+#[test]
+fn tls_round_trip_with_kafka_client_properties() {
+    let broker = Broker::start_tls();
+    let ca = broker.ca().unwrap().display().to_string();
+    broker.create_topic("envtls", 1);
+    produce_events(&broker, "envtls", 1, "t-", 0..500);
+    // Without the broker's CA the handshake fails: nothing arrives.
+    let store = tempfile::tempdir().unwrap();
+    let untrusting = start_worker_with(
+        store.path(),
+        &broker,
+        "gtls-0",
+        "envtls",
+        &["-X", "security.protocol=ssl"],
+    );
+    std::thread::sleep(Duration::from_secs(5));
+    stop_gracefully(untrusting);
+    assert_eq!(rows(store.path(), Table::Events), 0);
+    let worker = start_worker_with(
+        store.path(),
+        &broker,
+        "gtls-1",
+        "envtls",
+        &[
+            "-X",
+            "security.protocol=ssl",
+            "-X",
+            &format!("ssl.ca.location={ca}"),
+        ],
+    );
+    wait_rows(store.path(), Table::Events, 500, Duration::from_secs(60));
+    stop_gracefully(worker);
+    assert_exactly(store.path(), &[("t-", 0..500)]);
+}
+
+/// What the OpenTelemetry Collector's Kafka exporter publishes (OTLP/protobuf, its
+/// default, and OTLP/JSON) on a topic given no format: a kernel Xid line shipped as a log
+/// record, and opentelemetry-proto's metrics example.
+#[test]
+fn otlp_from_the_collectors_kafka_exporter_is_read_with_no_format() {
+    use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+    use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+    use prost::Message;
+
+    let broker = Broker::start();
+    broker.create_topic("otlp", 1);
+    let logs = r#"{"resourceLogs":[{"resource":{"attributes":[{"key":"k8s.node.name","value":{"stringValue":"gpu-node-3"}}]},"scopeLogs":[{"logRecords":[{"timeUnixNano":"1764410400000000000","body":{"stringValue":"NVRM: Xid (PCI:0000:8a:00): 79, pid=1234, name=python, GPU has fallen off the bus."}}]}]}]}"#;
+    let logs_proto = serde_json::from_str::<ExportLogsServiceRequest>(logs)
+        .unwrap()
+        .encode_to_vec();
+    let example = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/samples/collectors/otlp-json-examples-metrics.json"),
+    )
+    .unwrap();
+    let metrics_json =
+        serde_json::to_string(&serde_json::from_str::<serde_json::Value>(&example).unwrap())
+            .unwrap();
+    let metrics_proto = serde_json::from_str::<ExportMetricsServiceRequest>(&metrics_json)
+        .unwrap()
+        .encode_to_vec();
+    // Ten seconds later as JSON: rows of their own (the store keeps one of identical rows).
+    let metrics_json = metrics_json.replace("1544712660300000000", "1544712670300000000");
+    produce_raw(
+        &broker,
+        "otlp",
+        0,
+        &[&logs_proto, metrics_json.as_bytes(), &metrics_proto],
+    );
+    let store = tempfile::tempdir().unwrap();
+    let worker = start_worker(store.path(), &broker, "gotlp", "otlp");
+    wait_rows(store.path(), Table::Metrics, 16, Duration::from_secs(60));
+    wait_rows(store.path(), Table::Events, 1, Duration::from_secs(60));
+    stop_gracefully(worker);
+    assert_eq!(rows(store.path(), Table::DeadLetters), 0);
+    assert_eq!(column(store.path(), Table::Events, "kind"), ["xid"]);
+    assert_eq!(column(store.path(), Table::Events, "node"), ["gpu-node-3"]);
 }
 
 #[test]

@@ -1,5 +1,7 @@
 //! A real Kafka-compatible broker for tests: tansu with its SQLite engine, started on a
-//! free loopback port in a scratch directory and stopped by PID.
+//! free loopback port in a scratch directory and stopped by PID; optionally behind TLS
+//! (tansu serves plain TCP only: stunnel terminates TLS in front of it, with a
+//! certificate made here for `127.0.0.1`, and the broker advertises the TLS port).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -26,6 +28,15 @@ pub struct Broker {
     child: Option<Child>,
     pub port: u16,
     pub dir: tempfile::TempDir,
+    tls: Option<Tls>,
+}
+
+/// The TLS front of a broker.
+struct Tls {
+    port: u16,
+    stunnel: Child,
+    /// The certificate clients trust (self-signed, for 127.0.0.1).
+    ca: PathBuf,
 }
 
 fn free_port() -> u16 {
@@ -47,13 +58,83 @@ impl Broker {
             child: None,
             port: free_port(),
             dir,
+            tls: None,
         };
         b.spawn();
         b
     }
 
+    /// Starts tansu behind stunnel: clients reach it only with TLS, on [`Broker::addr`],
+    /// trusting [`Broker::ca`].
+    pub fn start_tls() -> Broker {
+        let dir = tempfile::tempdir().expect("scratch dir");
+        let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+        let made = Command::new("openssl")
+            .args([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+            ])
+            .args(["-subj", "/CN=localhost"])
+            .args(["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert)
+            .stderr(Stdio::null())
+            .status()
+            .expect("run openssl");
+        assert!(made.success(), "openssl made no certificate");
+        let (port, tls_port) = (free_port(), free_port());
+        let conf = dir.path().join("stunnel.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "foreground = yes\npid =\n[kafka]\naccept = 127.0.0.1:{tls_port}\n\
+                 connect = 127.0.0.1:{port}\ncert = {}\nkey = {}\n",
+                cert.display(),
+                key.display()
+            ),
+        )
+        .expect("stunnel config");
+        let log = std::fs::File::create(dir.path().join("stunnel.log")).expect("stunnel log");
+        let stunnel = Command::new("stunnel")
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start stunnel (Debian's stunnel4; scripts/test installs it)");
+        let mut b = Broker {
+            child: None,
+            port,
+            dir,
+            tls: Some(Tls {
+                port: tls_port,
+                stunnel,
+                ca: cert,
+            }),
+        };
+        b.spawn();
+        b
+    }
+
+    /// The certificate a TLS broker's clients trust.
+    pub fn ca(&self) -> Option<&Path> {
+        self.tls.as_ref().map(|t| t.ca.as_path())
+    }
+
+    /// A client configuration that reaches the broker (over TLS for a TLS broker).
+    pub fn client_config(&self) -> ClientConfig {
+        let mut c = ClientConfig::new();
+        c.set("bootstrap.servers", self.addr());
+        if let Some(ca) = self.ca() {
+            c.set("security.protocol", "ssl")
+                .set("ssl.ca.location", ca.display().to_string());
+        }
+        c
+    }
+
     fn spawn(&mut self) {
         let url = format!("tcp://127.0.0.1:{}", self.port);
+        let advertised = format!("tcp://{}", self.addr());
         let log = std::fs::File::create(self.dir.path().join("tansu.log")).expect("broker log");
         let child = Command::new(tansu_binary())
             .current_dir(self.dir.path())
@@ -62,7 +143,7 @@ impl Broker {
                 "--listener-url",
                 &url,
                 "--advertised-listener-url",
-                &url,
+                &advertised,
             ])
             .args(["--storage-engine", "sqlite://tansu.db"])
             .env("RUST_LOG", "warn")
@@ -74,17 +155,15 @@ impl Broker {
         self.wait_ready();
     }
 
-    /// The bootstrap address.
+    /// The bootstrap address (the TLS port of a TLS broker).
     pub fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        let port = self.tls.as_ref().map_or(self.port, |t| t.port);
+        format!("127.0.0.1:{port}")
     }
 
     fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(60);
-        let consumer: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", self.addr())
-            .create()
-            .expect("metadata client");
+        let consumer: BaseConsumer = self.client_config().create().expect("metadata client");
         while Instant::now() < deadline {
             if consumer
                 .fetch_metadata(None, Duration::from_secs(1))
@@ -117,10 +196,8 @@ impl Broker {
 
     /// Creates a topic with `partitions` partitions.
     pub fn create_topic(&self, name: &str, partitions: i32) {
-        let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-            .set("bootstrap.servers", self.addr())
-            .create()
-            .expect("admin client");
+        let admin: AdminClient<DefaultClientContext> =
+            self.client_config().create().expect("admin client");
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -141,5 +218,9 @@ impl Broker {
 impl Drop for Broker {
     fn drop(&mut self) {
         self.stop();
+        if let Some(t) = self.tls.as_mut() {
+            let _ = t.stunnel.kill();
+            let _ = t.stunnel.wait();
+        }
     }
 }
