@@ -170,6 +170,11 @@ pub struct ReportArgs {
     /// Write to this file instead of stdout.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
+    /// Also save the verdicts into the store's slowdowns and causes tables (the whole
+    /// store only; written only when they changed, as `replay` does). Without it the
+    /// report only reads the store.
+    #[arg(long)]
+    pub persist: bool,
 }
 
 /// What decoders cannot read from a record itself (ingest and replay).
@@ -304,8 +309,13 @@ fn report(store: PathBuf, args: ReportArgs) -> Result<()> {
         from_ns: time(&args.from)?,
         to_ns: time(&args.to)?,
     };
-    // The derived tables hold the analysis of the whole store, never of a selection.
-    let persist = selection == whyslow_analyzers::Selection::default();
+    let persist = args.persist;
+    if persist && selection != whyslow_analyzers::Selection::default() {
+        return Err(bad(
+            &"--persist saves the analysis of the whole store: drop --workload, --namespace, \
+              --run, --from and --to",
+        ));
+    }
     let req = ReportRequest {
         store,
         selection,

@@ -54,14 +54,23 @@ fn replay_rebuilds_deleted_derived_tables_and_then_has_nothing_to_do() {
         .args(["ingest", "--no-progress"])
         .args(seed_inputs()));
     ok(whyslow(&store)
-        .args(["report", "-o"])
+        .args(["report", "--persist", "-o"])
         .arg(tmp.path().join("report.md")));
     let slowdowns = Store::open(&store).unwrap().rows(Table::Slowdowns);
     let causes = Store::open(&store).unwrap().rows(Table::Causes);
     assert!(slowdowns > 0, "report persisted the seed's slowdowns");
 
-    // Right after the report there is nothing to change.
+    // Right after the report there is nothing to change: a report only reads, and one
+    // that persists what is already there writes nothing.
     let version = Store::open(&store).unwrap().version();
+    ok(whyslow(&store).args(["report", "--format", "json"]));
+    ok(whyslow(&store).args(["report", "--persist", "--format", "json"]));
+    assert_eq!(Store::open(&store).unwrap().version(), version);
+    let selected = whyslow(&store)
+        .args(["report", "--persist", "--namespace", "ml"])
+        .output()
+        .unwrap();
+    assert_eq!(selected.status.code(), Some(2), "{selected:?}");
     let out = ok(whyslow(&store).arg("replay"));
     assert!(out.contains("unchanged, nothing written"), "{out}");
     assert_eq!(Store::open(&store).unwrap().version(), version);

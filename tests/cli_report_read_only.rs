@@ -1,6 +1,7 @@
 //! `whyslow report` on a store it cannot write (a read-only mount, a snapshot): the
-//! report is printed in full and exits 0, and the one thing it could not do, saving its
-//! verdicts into the store's `slowdowns`/`causes` tables, is said on stderr.
+//! report is printed in full and exits 0; asked to save its verdicts into the store's
+//! `slowdowns`/`causes` tables (`--persist`), the one thing it could not do is said on
+//! stderr.
 
 mod support;
 
@@ -83,7 +84,7 @@ fn a_read_only_store_gets_its_report_and_says_it_was_not_saved() {
         .output()
         .unwrap();
     assert!(ingest.status.success(), "{ingest:?}");
-    // The same report from the writable store, for comparison (and its tables saved).
+    // The same report from the writable store, for comparison (its verdicts not saved).
     let writable = whyslow(&store)
         .args(["report", "--format", "json"])
         .output()
@@ -96,8 +97,15 @@ fn a_read_only_store_gets_its_report_and_says_it_was_not_saved() {
         eprintln!("skipped: this machine can make no read-only directory for root");
         return;
     };
-    let out = whyslow(&ro.path)
+    // A plain report only reads: nothing to say.
+    let plain = whyslow(&ro.path)
         .args(["report", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(plain.status.success(), "{plain:?}");
+    assert!(plain.stderr.is_empty(), "{plain:?}");
+    let out = whyslow(&ro.path)
+        .args(["report", "--persist", "--format", "json"])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

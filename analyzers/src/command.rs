@@ -20,7 +20,8 @@ pub struct ReportRequest {
     pub format: Format,
     /// Write here instead of stdout.
     pub output: Option<PathBuf>,
-    /// Replace the store's `slowdowns` and `causes` with the result.
+    /// Save the result into the store's `slowdowns` and `causes` (the whole store only;
+    /// written only when they changed). Otherwise the report only reads.
     pub persist: bool,
 }
 
@@ -47,7 +48,16 @@ pub async fn run_report(req: &ReportRequest) -> Result<()> {
             detail: "no store here (run whyslow ingest first)".into(),
         });
     }
-    let (r, a) = analyze_store(&req.store, &req.selection).await?;
+    if req.persist && req.selection != Selection::default() {
+        return Err(AnalyzeError::Usage(
+            "--persist saves the analysis of the whole store: drop the selection \
+             (--workload, --namespace, --run, --from, --to)"
+                .into(),
+        ));
+    }
+    let ctx = open(&req.store).await?;
+    let a = analyze(&ctx, &req.selection, &DetectorConfig::default()).await?;
+    let r = report::build::build(&a, &req.store.display().to_string(), Utc::now());
     let text = report::render(&r, &a, req.format)?;
     match &req.output {
         Some(path) => std::fs::write(path, text)?,
@@ -60,12 +70,14 @@ pub async fn run_report(req: &ReportRequest) -> Result<()> {
     if req.persist {
         // A read-only store (a snapshot, a shared mount) still gets its report; only the
         // copy of the verdicts in its `slowdowns`/`causes` tables is not refreshed.
-        match crate::output::persist(&req.store, &a) {
+        match crate::replay::save_derived(&ctx, &req.store, &a).await {
             Err(AnalyzeError::ReadOnlyStore { path, detail }) => eprintln!(
                 "whyslow report: the store {path} is read-only, so its slowdowns and causes \
                  tables were not updated ({detail})."
             ),
-            other => other?,
+            other => {
+                other?;
+            }
         }
     }
     Ok(())

@@ -110,7 +110,8 @@ pub fn causes_batch(a: &Analysis) -> Result<RecordBatch> {
     })
 }
 
-/// Replaces the store's `slowdowns` and `causes` with this analysis's rows.
+/// Replaces the store's `slowdowns` and `causes` with this analysis's rows, always (see
+/// [`crate::replay::save_derived`] for the rule that writes only what changed).
 pub fn persist(store_root: &Path, a: &Analysis) -> Result<()> {
     let err = |e: whyslow_ingest::store::StoreError| {
         let (path, detail) = (store_root.display().to_string(), e.to_string());
@@ -120,8 +121,9 @@ pub fn persist(store_root: &Path, a: &Analysis) -> Result<()> {
             AnalyzeError::Store { path, detail }
         }
     };
-    let mut w =
-        StoreWriter::open_waiting(store_root, std::time::Duration::from_secs(120)).map_err(err)?;
+    // Waits while a stream worker or an ingest commits.
+    let patience = whyslow_ingest::redecode::LOCK_PATIENCE;
+    let mut w = StoreWriter::open_waiting(store_root, patience).map_err(err)?;
     // One log entry: a reader never sees new slowdowns with old causes.
     w.replace_tables(vec![
         (Table::Slowdowns, vec![slowdowns_batch(a)?]),

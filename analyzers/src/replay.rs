@@ -13,16 +13,12 @@ use std::path::PathBuf;
 use arrow::array::RecordBatch;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::prelude::SessionContext;
-use whyslow_ingest::redecode::{
-    LOCK_PATIENCE, RedecodeError, RedecodeOptions, RedecodeSummary, redecode_store,
-};
-use whyslow_ingest::store::StoreWriter;
-use whyslow_schemas::Table;
+use whyslow_ingest::redecode::{RedecodeError, RedecodeOptions, RedecodeSummary, redecode_store};
 
 use crate::AnalyzeError;
-use crate::analyze::{Selection, analyze};
+use crate::analyze::{Analysis, Selection, analyze};
 use crate::columns::Columns;
-use crate::output::{causes_batch, slowdowns_batch};
+use crate::output::{causes_batch, persist, slowdowns_batch};
 use crate::report::markdown::human_seconds;
 use crate::sql::{self, SqlFile};
 use crate::symptoms::DetectorConfig;
@@ -217,11 +213,23 @@ pub async fn replay(req: &ReplayRequest) -> Result<ReplaySummary, ReplayError> {
 /// Rebuilds `slowdowns` and `causes` from the log and replaces them when they differ.
 pub async fn rebuild(store: &std::path::Path) -> Result<DerivedSummary, ReplayError> {
     let ctx = session(store).await?;
-    let old_slowdowns = sql::collect(&ctx, OLD_SLOWDOWNS, &[]).await?;
-    let old_causes = sql::collect(&ctx, OLD_CAUSES, &[]).await?;
     let analysis = analyze(&ctx, &Selection::default(), &DetectorConfig::default()).await?;
-    let new_slowdowns = vec![slowdowns_batch(&analysis)?];
-    let new_causes = vec![causes_batch(&analysis)?];
+    Ok(save_derived(&ctx, store, &analysis).await?)
+}
+
+/// The one rule by which the derived tables are written (`replay`, `report --persist`):
+/// `analysis` (of the whole store) replaces `slowdowns` and `causes` in one log entry,
+/// only when its rows differ from the stored ones; says what changed. `ctx` is a session
+/// over the store, for the stored rows.
+pub async fn save_derived(
+    ctx: &SessionContext,
+    store: &std::path::Path,
+    analysis: &Analysis,
+) -> Result<DerivedSummary, AnalyzeError> {
+    let old_slowdowns = sql::collect(ctx, OLD_SLOWDOWNS, &[]).await?;
+    let old_causes = sql::collect(ctx, OLD_CAUSES, &[]).await?;
+    let new_slowdowns = vec![slowdowns_batch(analysis)?];
+    let new_causes = vec![causes_batch(analysis)?];
 
     let before = states(&old_slowdowns, &old_causes, OLD_SLOWDOWNS.path)?;
     let after = states(&new_slowdowns, &new_causes, "(rebuilt slowdowns)")?;
@@ -236,17 +244,8 @@ pub async fn rebuild(store: &std::path::Path) -> Result<DerivedSummary, ReplayEr
     let same = rendered(&old_slowdowns)? == rendered(&new_slowdowns)?
         && rendered(&old_causes)? == rendered(&new_causes)?;
     if !same {
-        let err = |e: whyslow_ingest::store::StoreError| AnalyzeError::Store {
-            path: store.display().to_string(),
-            detail: e.to_string(),
-        };
         // Waits while a stream worker commits; one log entry for both tables.
-        let mut w = StoreWriter::open_waiting(store, LOCK_PATIENCE).map_err(err)?;
-        w.replace_tables(vec![
-            (Table::Slowdowns, new_slowdowns),
-            (Table::Causes, new_causes),
-        ])
-        .map_err(err)?;
+        persist(store, analysis)?;
         summary.rewritten = true;
     }
     Ok(summary)

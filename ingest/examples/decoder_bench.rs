@@ -1,5 +1,6 @@
 //! Throughput of each decoder on a generated large input, in release mode:
-//! `cargo run --release -p whyslow-ingest --example decoder_bench [format…]`.
+//! `cargo run --release -p whyslow-ingest --example decoder_bench [format…]` (format:
+//! prometheus, kmsg, container-log, slurm, otlp).
 //! One section per format (decoder helpers add theirs); each prints records, rows,
 //! MB/s and rows/s. Rows are flushed from the builders every 64k, as the runner does.
 
@@ -245,9 +246,124 @@ fn bench_slurm() {
     run_lines("sacct", &mut d, &s, &Hints::default());
 }
 
+/// Feeds each message whole, as a stream worker does, and prints the figures.
+fn run_messages(name: &str, decoder: &mut dyn Decoder, messages: &[Vec<u8>]) {
+    let mut out = Output::new(0);
+    let hints = Hints::default();
+    let start = Instant::now();
+    let mut rows = 0u64;
+    for (i, m) in messages.iter().enumerate() {
+        let origin = Origin::Kafka {
+            topic: name,
+            partition: 0,
+            offset: i as i64,
+        };
+        decoder.decode(m, &origin, &hints, &mut out);
+        if out.pending_rows() >= 64 * 1024 {
+            rows += (out.events.len() + out.metrics.len()) as u64;
+            let _ = (out.events.finish(), out.metrics.finish(), out.dead.finish());
+        }
+    }
+    decoder.finish(&hints, &mut out);
+    rows += (out.events.len() + out.metrics.len()) as u64;
+    let _ = (out.events.finish(), out.metrics.finish(), out.dead.finish());
+    let secs = start.elapsed().as_secs_f64();
+    let c = out.counts;
+    let mb = messages.iter().map(Vec::len).sum::<usize>() as f64 / 1e6;
+    println!(
+        "{name:<12} {mb:8.1} MB {:>10} records {:>10} rows ({} events, {} metrics, {} skipped, {} rejected) \
+         {secs:6.2} s {:8.1} MB/s {:>12.0} rows/s",
+        c.records,
+        rows,
+        c.events,
+        c.metrics,
+        c.skipped,
+        c.rejected,
+        mb / secs,
+        rows as f64 / secs
+    );
+}
+
+/// The scrapes of `bench_prometheus` as the OpenTelemetry Collector's prometheus
+/// receiver forwards them to Kafka: one OTLP request per node and scrape (160 gauge
+/// points), as protobuf (`otlp_proto`) and as JSON (`otlp_json`).
+fn bench_otlp() {
+    use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+    use opentelemetry_proto::tonic::metrics::v1::{
+        Gauge, Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics, metric, number_data_point,
+    };
+    use opentelemetry_proto::tonic::resource::v1::Resource;
+    use prost::Message;
+    let kv = |k: &str, v: String| KeyValue {
+        key: k.into(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(v)),
+        }),
+        ..Default::default()
+    };
+    let mut proto = Vec::new();
+    let mut json = Vec::new();
+    for scrape in 0..3u64 {
+        for node in 0..1000u64 {
+            let t = 1_795_000_000_000_000_000 + scrape * 15_000_000_000;
+            let metrics = (0..20)
+                .map(|f| Metric {
+                    name: format!("DCGM_FI_DEV_FIELD_{f}"),
+                    data: Some(metric::Data::Gauge(Gauge {
+                        data_points: (0..8u64)
+                            .map(|gpu| NumberDataPoint {
+                                attributes: vec![
+                                    kv("gpu", gpu.to_string()),
+                                    kv("UUID", format!("GPU-{node:08x}-7953-256e-8f33-{gpu:012x}")),
+                                    kv("modelName", "NVIDIA H100 80GB HBM3".into()),
+                                    kv("Hostname", format!("gke-gpu-{node}")),
+                                    kv("namespace", "llm".into()),
+                                    kv("pod", format!("finetune-{node}-0")),
+                                ],
+                                time_unix_nano: t,
+                                value: Some(number_data_point::Value::AsDouble(
+                                    (node * 31 + gpu * 7 + f) as f64 * 0.37,
+                                )),
+                                ..Default::default()
+                            })
+                            .collect(),
+                    })),
+                    ..Default::default()
+                })
+                .collect();
+            let request = ExportMetricsServiceRequest {
+                resource_metrics: vec![ResourceMetrics {
+                    resource: Some(Resource {
+                        attributes: vec![
+                            kv("service.name", "dcgm-exporter".into()),
+                            kv("k8s.node.name", format!("gke-gpu-{node}")),
+                        ],
+                        ..Default::default()
+                    }),
+                    scope_metrics: vec![ScopeMetrics {
+                        metrics,
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
+            };
+            proto.push(request.encode_to_vec());
+            json.push(serde_json::to_vec(&request).expect("a request serializes"));
+        }
+    }
+    let mut d = whyslow_ingest::run::decoder_for(whyslow_ingest::Format::Otlp).expect("otlp");
+    run_messages("otlp-proto", d.as_mut(), &proto);
+    let mut d = whyslow_ingest::run::decoder_for(whyslow_ingest::Format::Otlp).expect("otlp");
+    run_messages("otlp-json", d.as_mut(), &json);
+}
+
 fn main() {
     let wanted: Vec<String> = std::env::args().skip(1).collect();
     let on = |f: &str| wanted.is_empty() || wanted.iter().any(|w| w == f);
+    if on("otlp") {
+        bench_otlp();
+    }
     if on("prometheus") {
         bench_prometheus();
     }
