@@ -56,38 +56,12 @@ pub fn parse_cli_time(s: &str, now_ns: Nanos) -> Result<Nanos, BadTime> {
     }
 }
 
-/// A duration as amounts with units (`90s`, `1h30m`, `2d`, `500ms`), in nanoseconds.
+/// A duration as amounts with units (`90s`, `1h30m`, `90min`, `2d`, `1w`, `500ms`), in
+/// nanoseconds: the one duration syntax of the command line (humantime's), shared by
+/// relative times (`--from -90min`) and durations (`--analysis-window 90min`).
 pub fn parse_duration_ns(s: &str) -> Option<i64> {
-    let mut total: i64 = 0;
-    let mut rest = s;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let n = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        if n == 0 {
-            return None;
-        }
-        let amount: i64 = rest[..n].parse().ok()?;
-        rest = &rest[n..];
-        let u = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let unit_ns: i64 = match &rest[..u] {
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60 * 1_000_000_000,
-            "h" => 3_600 * 1_000_000_000,
-            "d" => 86_400 * 1_000_000_000,
-            "w" => 7 * 86_400 * 1_000_000_000,
-            _ => return None,
-        };
-        rest = &rest[u..];
-        total = total.checked_add(amount.checked_mul(unit_ns)?)?;
-    }
-    Some(total)
+    let d = humantime::parse_duration(s.trim()).ok()?;
+    i64::try_from(d.as_nanos()).ok()
 }
 
 /// A Go `time.Duration` as Go prints it (`6s`, `1m5s`, `1h2m3.5s`, `150ms`, `2µs`, `-3s`) in
@@ -549,6 +523,15 @@ mod tests {
             now - 5_400_000_000_000
         );
         assert_eq!(parse_cli_time("-500ms", now).unwrap(), now - 500_000_000);
+        // The syntax of --analysis-window and --flush-interval too.
+        assert_eq!(
+            parse_cli_time("-90min", now).unwrap(),
+            now - 5_400_000_000_000
+        );
+        assert_eq!(
+            parse_cli_time("-1h 30m", now).unwrap(),
+            now - 5_400_000_000_000
+        );
         assert_eq!(parse_cli_time("2025-11-29T10:15:02Z", now).unwrap(), now);
         for bad in [
             "-2",

@@ -57,9 +57,13 @@ impl TopicSpec {
     }
 }
 
-/// Parses a duration such as `500ms`, `1s`, `2m30s`, `1h`.
+/// Parses a duration such as `500ms`, `1s`, `2m30s`, `90min`, `1h` (the syntax of
+/// [`crate::time::parse_duration_ns`], which relative times use too).
 pub fn parse_duration(s: &str) -> Result<Duration, OptionError> {
-    humantime::parse_duration(s.trim()).map_err(|_| OptionError::Duration(s.to_string()))
+    crate::time::parse_duration_ns(s)
+        .and_then(|ns| u64::try_from(ns).ok())
+        .map(Duration::from_nanos)
+        .ok_or_else(|| OptionError::Duration(s.to_string()))
 }
 
 /// Everything a worker needs to run.
