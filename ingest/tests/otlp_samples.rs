@@ -442,3 +442,68 @@ fn journald_receiver_entries_carry_kernel_lines() {
         assert_eq!(xids[0].time_ns, 1_587_049_549_515_868_000);
     }
 }
+
+/// `whyslow ingest --format otlp` on a pretty-printed document: its lines are held until
+/// the document is whole, then read as one request.
+#[test]
+fn format_otlp_reads_a_pretty_printed_document() {
+    let store = tempfile::tempdir().unwrap();
+    let path = sample("otlp-json-examples-metrics.json");
+    let lines = read("otlp-json-examples-metrics.json").lines().count() as u64;
+    let summary = ingest_common::run(store.path(), &[&path], Format::Otlp);
+    let t = summary.total();
+    assert_eq!(
+        (t.counts.records, t.counts.rejected, t.counts.metrics),
+        (lines, 0, 8),
+        "{}",
+        summary.render()
+    );
+}
+
+/// Requests some of whose parts cannot be read: the parts that can become rows and each
+/// other part is a dead letter of its own; values the JSON reader cannot take (NaN as a
+/// string) and absurd bucket counts are dead letters or rows, never a panic or a loss.
+#[test]
+fn parts_that_cannot_be_read_are_kept() {
+    let xid = r#"{"timeUnixNano":"1764410400000000000","body":{"stringValue":"NVRM: Xid (PCI:0000:8a:00): 79, pid=1, name=python, GPU has fallen off the bus."}}"#;
+    let bad_journal = r#"{"body":{"kvlistValue":{"values":[{"key":"MESSAGE","value":{"stringValue":"NVRM: Xid 79"}},{"key":"__REALTIME_TIMESTAMP","value":{"stringValue":"yesterday"}}]}}}"#;
+    let request =
+        format!(r#"{{"resourceLogs":[{{"scopeLogs":[{{"logRecords":[{xid},{bad_journal}]}}]}}]}}"#);
+    let d = auto_message(request.as_bytes(), &Hints::default());
+    assert_eq!(d.events.counts.produced, 1);
+    assert_eq!(d.events.of_kind("xid").len(), 1);
+    assert_eq!(d.events.dead.len(), 1, "{:?}", errors(&d));
+    assert!(
+        errors(&d)[0].contains("__REALTIME_TIMESTAMP"),
+        "{:?}",
+        errors(&d)
+    );
+
+    let nan = r#"{"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"name":"DCGM_FI_DEV_GPU_TEMP","gauge":{"dataPoints":[{"asDouble":"NaN","timeUnixNano":"1764410400000000000"}]}}]}]}]}"#;
+    let d = auto_message(nan.as_bytes(), &Hints::default());
+    assert_eq!(d.events.counts.rejected, 1);
+    assert!(errors(&d)[0].contains("NaN"), "{:?}", errors(&d));
+
+    let huge = r#"{"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"name":"h","histogram":{"dataPoints":[{"timeUnixNano":"1764410400000000000","count":"5","bucketCounts":["18446744073709551615","5"],"explicitBounds":[1]}]}}]}]}]}"#;
+    let d = auto_message(huge.as_bytes(), &Hints::default());
+    assert_eq!(d.events.counts.rejected, 0, "{:?}", errors(&d));
+    assert_eq!(d.metrics.len(), 3);
+    // Bounds without their counts: no buckets, the count alone.
+    let unmatched = huge.replace(r#""bucketCounts":["18446744073709551615","5"],"#, "");
+    let d = auto_message(unmatched.as_bytes(), &Hints::default());
+    let names: Vec<&str> = d.metrics.iter().map(|m| m.0.as_str()).collect();
+    assert_eq!(names, ["h_count"]);
+
+    // JSON that is no OTLP request, and text given to the otlp decoder.
+    let mut dec = decoder_for(Format::Otlp).unwrap();
+    let mut out = Output::new(1);
+    let origin = Origin::Kafka {
+        topic: "otlp",
+        partition: 0,
+        offset: 1,
+    };
+    for bad in [&br#"{"hello":1}"#[..], b"hi", b"xx"] {
+        dec.decode(bad, &origin, &Hints::default(), &mut out);
+    }
+    assert_eq!(out.counts.rejected, 3);
+}

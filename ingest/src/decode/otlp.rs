@@ -28,7 +28,9 @@ use opentelemetry_proto::tonic::logs::v1::ResourceLogs;
 use opentelemetry_proto::tonic::metrics::v1::ResourceMetrics;
 
 use crate::decode::prometheus::PrometheusDecoder;
-use crate::decode::{Counts, Decoder, Format, Hints, Origin, Output};
+use serde::de::IgnoredAny;
+
+use crate::decode::{Counts, Decoder, Format, Hints, MAX_RECORD_BYTES, Origin, Output};
 use request::Request;
 
 /// Decodes OTLP export requests; the log records' own formats are read by decoders from
@@ -38,6 +40,31 @@ pub struct OtlpDecoder {
     inner: HashMap<Format, Box<dyn Decoder>>,
     prom: PrometheusDecoder,
     scratch: Vec<u8>,
+    /// A pretty-printed OTLP/JSON document of a file being collected line by line.
+    held: Option<Held>,
+}
+
+/// A document's lines so far, and where it began.
+struct Held {
+    path: String,
+    line: u64,
+    bytes: Vec<u8>,
+}
+
+impl Held {
+    fn origin(&self) -> Origin<'_> {
+        Origin::File {
+            path: &self.path,
+            line: self.line,
+        }
+    }
+}
+
+/// Whether a file's line opens a JSON document spread over lines (`{` and not a whole
+/// JSON value).
+fn opens_document(line: &[u8]) -> bool {
+    line.trim_ascii_start().first() == Some(&b'{')
+        && serde_json::from_slice::<IgnoredAny>(line).is_err_and(|e| e.is_eof())
 }
 
 /// Reads a request from its bytes: OTLP/JSON when it opens with `{`, else protobuf.
@@ -46,6 +73,10 @@ fn parse(bytes: &[u8]) -> Result<Request, String> {
         .iter()
         .position(|b| !b.is_ascii_whitespace())
         .unwrap_or(bytes.len());
+    if start == bytes.len() {
+        // A blank line between JSON lines: an empty request.
+        return Ok(Request::Logs(Vec::new()));
+    }
     if bytes.get(start) == Some(&b'{') {
         let text = std::str::from_utf8(bytes)
             .map_err(|e| format!("OTLP/JSON that is not UTF-8 (at byte {})", e.valid_up_to()))?;
@@ -63,6 +94,7 @@ impl OtlpDecoder {
             inner: HashMap::new(),
             prom: PrometheusDecoder::new(),
             scratch: Vec::new(),
+            held: None,
         }
     }
 
@@ -88,6 +120,13 @@ impl OtlpDecoder {
                         out.skip();
                     }
                     Some(format) => {
+                        // A kernel line names its node from a file's name when nothing
+                        // else does: the name of a file a collector read is no node.
+                        let path = if format == Format::Kmsg {
+                            h.path.take()
+                        } else {
+                            None
+                        };
                         let decoder = match self.inner.entry(format) {
                             std::collections::hash_map::Entry::Occupied(d) => Some(d.into_mut()),
                             std::collections::hash_map::Entry::Vacant(v) => {
@@ -102,6 +141,9 @@ impl OtlpDecoder {
                                 out.reject(origin, format, &why, &self.scratch);
                             }
                         }
+                        if path.is_some() {
+                            h.path = path;
+                        }
                     }
                 }
                 if first_error.is_none() && out.dead.len() > letters {
@@ -112,23 +154,24 @@ impl OtlpDecoder {
         first_error
     }
 
-    /// Reads every data point; returns the first reason a point could not be read.
+    /// Reads every data point; returns the points' tallies and the first reason a point
+    /// could not be read.
     fn metrics(
         &mut self,
         resources: &[ResourceMetrics],
         origin: &Origin<'_>,
         hints: &Hints,
         out: &mut Output,
-    ) -> Counts {
-        let mut tally = metrics::Tally::default();
+    ) -> (Counts, Option<String>) {
+        let mut sink = metrics::Sink::new(&mut self.prom, hints, out);
         for rm in resources {
             let res_attrs = rm.resource.as_ref().map_or(&[][..], |r| &r.attributes);
-            let labels = metrics::resource_labels(res_attrs);
-            let metrics = rm.scope_metrics.iter().flat_map(|s| &s.metrics);
-            for metric in metrics {
-                metrics::decode_metric(metric, &labels, &mut self.prom, hints, out, &mut tally);
+            sink.resource = metrics::resource_labels(res_attrs);
+            for metric in rm.scope_metrics.iter().flat_map(|s| &s.metrics) {
+                metrics::decode_metric(metric, &mut sink);
             }
         }
+        let tally = sink.tally;
         let failed = tally.failed.len() as u64;
         for (i, (line, why)) in tally.failed.iter().enumerate() {
             let source_ref = format!("{origin} point {}", i + 1);
@@ -140,23 +183,19 @@ impl OtlpDecoder {
                 line.as_bytes(),
             );
         }
-        Counts {
+        let first = tally.failed.first().map(|(_, why)| why.clone());
+        let counts = Counts {
             records: tally.rows + tally.skipped + failed,
             produced: tally.rows,
             skipped: tally.skipped,
             rejected: failed,
             ..Counts::default()
-        }
-    }
-}
-
-impl Decoder for OtlpDecoder {
-    fn format(&self) -> Format {
-        Format::Otlp
+        };
+        (counts, first)
     }
 
-    fn decode(&mut self, bytes: &[u8], origin: &Origin<'_>, hints: &Hints, out: &mut Output) {
-        out.begin_record();
+    /// Reads one request (its record already begun) and closes its record.
+    fn request(&mut self, bytes: &[u8], origin: &Origin<'_>, hints: &Hints, out: &mut Output) {
         let request = match parse(bytes) {
             Ok(r) => r,
             Err(e) => {
@@ -168,10 +207,7 @@ impl Decoder for OtlpDecoder {
         let (parts, first_error) = match &request {
             Request::Other(_) => (Counts::default(), None),
             Request::Logs(rl) => out.parts(|out| self.logs(rl, origin, hints, out)),
-            Request::Metrics(rm) => {
-                let (_, parts) = out.parts(|out| self.metrics(rm, origin, hints, out));
-                (parts, None)
-            }
+            Request::Metrics(rm) => out.parts(|out| self.metrics(rm, origin, hints, out)).1,
         };
         if parts.produced > 0 {
             out.produced();
@@ -195,7 +231,70 @@ impl Decoder for OtlpDecoder {
         }
     }
 
+    /// Adds a file's line (its record already begun) to the document being held, and
+    /// reads the document once it is whole; a line held is counted as skipped.
+    fn hold_more(&mut self, bytes: &[u8], hints: &Hints, out: &mut Output) {
+        let Some(mut h) = self.held.take() else {
+            out.skip();
+            return;
+        };
+        h.bytes.extend_from_slice(bytes);
+        h.bytes.push(b'\n');
+        let origin = h.origin();
+        if h.bytes.len() > MAX_RECORD_BYTES {
+            let why =
+                format!("{origin}: an OTLP/JSON document over the {MAX_RECORD_BYTES} byte limit");
+            out.reject(&origin, Format::Otlp, &why, &h.bytes);
+            return;
+        }
+        match serde_json::from_slice::<IgnoredAny>(&h.bytes) {
+            // Whole, or broken before its end: read (or rejected) as one request named by
+            // its first line.
+            Err(e) if e.is_eof() => {
+                out.skip();
+                self.held = Some(h);
+            }
+            _ => self.request(&h.bytes, &origin, hints, out),
+        }
+    }
+}
+
+impl Decoder for OtlpDecoder {
+    fn format(&self) -> Format {
+        Format::Otlp
+    }
+
+    fn decode(&mut self, bytes: &[u8], origin: &Origin<'_>, hints: &Hints, out: &mut Output) {
+        out.begin_record();
+        if let Origin::File { path, line } = *origin {
+            if self.held.is_some() {
+                self.hold_more(bytes, hints, out);
+                return;
+            }
+            // `--format otlp` on a pretty-printed document: held until it is whole.
+            if opens_document(bytes) {
+                self.held = Some(Held {
+                    path: path.to_string(),
+                    line,
+                    bytes: [bytes, b"\n"].concat(),
+                });
+                out.skip();
+                return;
+            }
+        }
+        self.request(bytes, origin, hints, out);
+    }
+
     fn finish(&mut self, hints: &Hints, out: &mut Output) {
+        if let Some(h) = self.held.take() {
+            // Its lines were counted as held (skipped): the first becomes the rejected one.
+            out.counts.skipped = out.counts.skipped.saturating_sub(1);
+            out.counts.rejected += 1;
+            let origin = h.origin();
+            let why = format!("{origin}: an OTLP/JSON document that never ends");
+            out.dead
+                .append(&origin.to_string(), Format::Otlp.name(), &why, &h.bytes);
+        }
         self.prom.finish(hints, out);
         for d in self.inner.values_mut() {
             d.finish(hints, out);

@@ -20,7 +20,7 @@ use opentelemetry_proto::tonic::logs::v1::LogRecord;
 use serde::Serialize;
 
 use super::attrs::{self, text_of};
-use crate::decode::auto::detect_record;
+use crate::decode::auto::detect_record_strict;
 use crate::decode::{Format, Hints};
 use crate::time::{self, Nanos};
 
@@ -34,7 +34,22 @@ pub fn resource_hints(resource: &[KeyValue], base: &Hints) -> Hints {
     h.namespace = owned("k8s.namespace.name").or(h.namespace);
     h.pod = owned("k8s.pod.name").or(h.pod);
     h.cluster = owned("k8s.cluster.name").or(h.cluster);
+    // The file the request was read from says nothing of its records.
+    h.path = None;
     h
+}
+
+/// Whether the record is a container's output, by the metadata the Collector adds to it
+/// (the `filelog` receiver's `log.iostream`, a pod log path, the `k8sattributes`
+/// processor's container): its text then goes to container-log whatever it looks like
+/// (a Python logging line can look like a kernel one).
+fn from_a_container(r: &LogRecord, resource: &[KeyValue]) -> bool {
+    attrs::find(&r.attributes, "log.iostream").is_some()
+        || attrs::find(resource, "k8s.container.name").is_some()
+        || attrs::find(&r.attributes, "k8s.container.name").is_some()
+        || text_of(&r.attributes, "log.file.path").is_some_and(|p| {
+            p.starts_with("/var/log/pods/") || p.starts_with("/var/log/containers/")
+        })
 }
 
 /// The record's own time: `timeUnixNano`, else when the collector saw it.
@@ -83,7 +98,7 @@ pub fn route(
     match body? {
         v @ Value::KvlistValue(_) => {
             attrs::write_json(Some(v), out);
-            Some(match detect_record(out) {
+            Some(match detect_record_strict(out) {
                 Some(f @ (Format::K8s | Format::Kmsg | Format::Envelope)) => f,
                 _ => Format::ContainerLog,
             })
@@ -94,7 +109,10 @@ pub fn route(
                 return None;
             }
             out.extend_from_slice(text.as_bytes());
-            Some(match detect_record(out) {
+            if from_a_container(r, resource) {
+                return Some(Format::ContainerLog);
+            }
+            Some(match detect_record_strict(out) {
                 Some(f @ (Format::K8s | Format::Kmsg | Format::Envelope | Format::Slurm)) => f,
                 // A line that happens to look like a Prometheus sample is still a log line.
                 _ => Format::ContainerLog,
@@ -273,6 +291,13 @@ mod tests {
             Some(Format::ContainerLog)
         );
         assert_eq!(route(&record("  ", vec![]), &[], None, &mut buf), None);
+        // A Python logging line reads like a dmesg one; from a container it is output.
+        let py = "2023-11-14 22:13:20,123 - INFO - step: 20 loss: 2.5";
+        let from_pod = record(py, vec![kv("log.iostream", "stdout")]);
+        assert_eq!(
+            route(&from_pod, &[], None, &mut buf),
+            Some(Format::ContainerLog)
+        );
     }
 
     fn xid_text() -> Vec<u8> {

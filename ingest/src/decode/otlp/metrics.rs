@@ -14,7 +14,7 @@ use std::fmt::Write;
 
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::metrics::v1::metric::Data;
-use opentelemetry_proto::tonic::metrics::v1::{Metric, number_data_point};
+use opentelemetry_proto::tonic::metrics::v1::{Gauge, Metric, Sum, number_data_point};
 
 use super::attrs::{self, RESOURCE_LABELS};
 use crate::decode::prometheus::PrometheusDecoder;
@@ -52,81 +52,124 @@ pub struct Tally {
     pub failed: Vec<(String, String)>,
 }
 
-/// Feeds every data point of `metric` to the Prometheus decoder.
-pub fn decode_metric(
-    metric: &Metric,
-    resource: &[(&'static str, String)],
-    prom: &mut PrometheusDecoder,
-    hints: &Hints,
-    out: &mut Output,
-    tally: &mut Tally,
-) {
-    let mut emit = |p: Point<'_>| {
-        let r = prom.decode_sample(|s| fill(s, &metric.name, &p, resource), hints, out);
-        match r {
-            Ok(()) => tally.rows += 1,
-            Err(e) => tally.failed.push((exposition(prom.sample()), e)),
+/// Where the samples of one request go, and their tallies.
+pub struct Sink<'a> {
+    pub prom: &'a mut PrometheusDecoder,
+    pub hints: &'a Hints,
+    pub out: &'a mut Output,
+    pub tally: Tally,
+    /// The resource's scope labels (see [`resource_labels`]).
+    pub resource: Vec<(&'static str, String)>,
+    /// The sample's name (the metric's and a suffix), reused.
+    name: String,
+}
+
+impl<'a> Sink<'a> {
+    pub fn new(prom: &'a mut PrometheusDecoder, hints: &'a Hints, out: &'a mut Output) -> Self {
+        Sink {
+            prom,
+            hints,
+            out,
+            tally: Tally::default(),
+            resource: Vec::new(),
+            name: String::new(),
         }
-    };
+    }
+
+    fn emit(&mut self, metric: &str, p: Point<'_>) {
+        self.name.clear();
+        self.name.push_str(metric);
+        self.name.push_str(p.suffix);
+        let (name, resource) = (&self.name, &self.resource);
+        let r = self
+            .prom
+            .decode_sample(|s| fill(s, name, &p, resource), self.hints, self.out);
+        match r {
+            Ok(()) => self.tally.rows += 1,
+            Err(e) => self.tally.failed.push((exposition(self.prom.sample()), e)),
+        }
+    }
+
+    /// A point (or metric) that could not be read at all.
+    fn unreadable(&mut self, metric: &str, what: &str) {
+        self.tally.failed.push((
+            metric.to_string(),
+            format!(
+                "{what} of metric '{metric}' could not be read (a NaN or Infinity written as \
+                 a string is not taken by the OTLP/JSON reader)"
+            ),
+        ));
+    }
+}
+
+/// Feeds every data point of `metric` to the Prometheus decoder.
+pub fn decode_metric(metric: &Metric, sink: &mut Sink<'_>) {
+    let name = metric.name.as_str();
     let number = |v: Option<number_data_point::Value>| match v {
         Some(number_data_point::Value::AsDouble(d)) => Some(d),
         Some(number_data_point::Value::AsInt(i)) => Some(i as f64),
         None => None,
     };
-    let Some(data) = &metric.data else {
-        return;
-    };
     let skip = |flags: u32| flags & NO_RECORDED_VALUE != 0;
     let mut skipped = 0;
-    match data {
-        Data::Gauge(g) => {
-            for dp in &g.data_points {
-                match number(dp.value).filter(|_| !skip(dp.flags)) {
-                    Some(value) => emit(plain("", value, dp.time_unix_nano, &dp.attributes)),
-                    None => skipped += 1,
+    match &metric.data {
+        // Named but holding no data the reader could take.
+        None => sink.unreadable(name, "the data"),
+        Some(Data::Gauge(Gauge { data_points }) | Data::Sum(Sum { data_points, .. })) => {
+            for dp in data_points {
+                if skip(dp.flags) {
+                    skipped += 1;
+                    continue;
+                }
+                match number(dp.value) {
+                    Some(value) => {
+                        sink.emit(name, plain("", value, dp.time_unix_nano, &dp.attributes))
+                    }
+                    None => sink.unreadable(name, "a point's value"),
                 }
             }
         }
-        Data::Sum(s) => {
-            for dp in &s.data_points {
-                match number(dp.value).filter(|_| !skip(dp.flags)) {
-                    Some(value) => emit(plain("", value, dp.time_unix_nano, &dp.attributes)),
-                    None => skipped += 1,
-                }
-            }
-        }
-        Data::Histogram(h) => {
+        Some(Data::Histogram(h)) => {
             for dp in &h.data_points {
                 if skip(dp.flags) {
                     skipped += 1;
                     continue;
                 }
                 let (t, a) = (dp.time_unix_nano, dp.attributes.as_slice());
-                let mut cumulative = 0u64;
-                for (i, &bound) in dp.explicit_bounds.iter().enumerate() {
-                    cumulative += dp.bucket_counts.get(i).copied().unwrap_or(0);
-                    emit(Point {
-                        suffix: "_bucket",
-                        extra: Some(("le", Cow::Owned(le(bound)))),
-                        value: cumulative as f64,
-                        time_unix_nano: t,
-                        attributes: a,
-                    });
+                // Buckets only when the counts match the bounds (one more count, for +Inf).
+                if dp.bucket_counts.len() == dp.explicit_bounds.len() + 1 {
+                    let mut cumulative = 0u64;
+                    for (&bound, &count) in dp.explicit_bounds.iter().zip(&dp.bucket_counts) {
+                        cumulative = cumulative.saturating_add(count);
+                        sink.emit(
+                            name,
+                            Point {
+                                suffix: "_bucket",
+                                extra: Some(("le", Cow::Owned(le(bound)))),
+                                value: cumulative as f64,
+                                time_unix_nano: t,
+                                attributes: a,
+                            },
+                        );
+                    }
+                    sink.emit(
+                        name,
+                        Point {
+                            suffix: "_bucket",
+                            extra: Some(("le", Cow::Borrowed("+Inf"))),
+                            value: dp.count as f64,
+                            time_unix_nano: t,
+                            attributes: a,
+                        },
+                    );
                 }
-                emit(Point {
-                    suffix: "_bucket",
-                    extra: Some(("le", Cow::Borrowed("+Inf"))),
-                    value: dp.count as f64,
-                    time_unix_nano: t,
-                    attributes: a,
-                });
                 if let Some(sum) = dp.sum {
-                    emit(plain("_sum", sum, t, a));
+                    sink.emit(name, plain("_sum", sum, t, a));
                 }
-                emit(plain("_count", dp.count as f64, t, a));
+                sink.emit(name, plain("_count", dp.count as f64, t, a));
             }
         }
-        Data::ExponentialHistogram(h) => {
+        Some(Data::ExponentialHistogram(h)) => {
             for dp in &h.data_points {
                 if skip(dp.flags) {
                     skipped += 1;
@@ -134,12 +177,12 @@ pub fn decode_metric(
                 }
                 let (t, a) = (dp.time_unix_nano, dp.attributes.as_slice());
                 if let Some(sum) = dp.sum {
-                    emit(plain("_sum", sum, t, a));
+                    sink.emit(name, plain("_sum", sum, t, a));
                 }
-                emit(plain("_count", dp.count as f64, t, a));
+                sink.emit(name, plain("_count", dp.count as f64, t, a));
             }
         }
-        Data::Summary(s) => {
+        Some(Data::Summary(s)) => {
             for dp in &s.data_points {
                 if skip(dp.flags) {
                     skipped += 1;
@@ -147,20 +190,23 @@ pub fn decode_metric(
                 }
                 let (t, a) = (dp.time_unix_nano, dp.attributes.as_slice());
                 for q in &dp.quantile_values {
-                    emit(Point {
-                        suffix: "",
-                        extra: Some(("quantile", Cow::Owned(le(q.quantile)))),
-                        value: q.value,
-                        time_unix_nano: t,
-                        attributes: a,
-                    });
+                    sink.emit(
+                        name,
+                        Point {
+                            suffix: "",
+                            extra: Some(("quantile", Cow::Owned(le(q.quantile)))),
+                            value: q.value,
+                            time_unix_nano: t,
+                            attributes: a,
+                        },
+                    );
                 }
-                emit(plain("_sum", dp.sum, t, a));
-                emit(plain("_count", dp.count as f64, t, a));
+                sink.emit(name, plain("_sum", dp.sum, t, a));
+                sink.emit(name, plain("_count", dp.count as f64, t, a));
             }
         }
     }
-    tally.skipped += skipped;
+    sink.tally.skipped += skipped;
 }
 
 fn plain<'a>(suffix: &'static str, value: f64, t: u64, attributes: &'a [KeyValue]) -> Point<'a> {
@@ -186,11 +232,7 @@ fn le(bound: f64) -> String {
 }
 
 fn fill(s: &mut Sample, name: &str, p: &Point<'_>, resource: &[(&'static str, String)]) {
-    if p.suffix.is_empty() {
-        s.set_name(name);
-    } else {
-        s.set_name(&format!("{name}{}", p.suffix));
-    }
+    s.set_name(name);
     for kv in p.attributes {
         if let Some(v) = attrs::inner(kv.value.as_ref()).and_then(attrs::text) {
             s.push_label(&kv.key, &v);

@@ -24,10 +24,8 @@ pub enum Request {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct JsonRequest {
-    #[serde(default)]
-    resource_logs: Vec<ResourceLogs>,
-    #[serde(default)]
-    resource_metrics: Vec<ResourceMetrics>,
+    resource_logs: Option<Vec<ResourceLogs>>,
+    resource_metrics: Option<Vec<ResourceMetrics>>,
     resource_spans: Option<IgnoredAny>,
     resource_profiles: Option<IgnoredAny>,
 }
@@ -66,16 +64,25 @@ pub fn from_json(text: &str) -> Result<Request, String> {
         }
         Err(e) => return Err(bad(e)),
     };
-    Ok(if !r.resource_logs.is_empty() {
-        Request::Logs(r.resource_logs)
-    } else if !r.resource_metrics.is_empty() {
-        Request::Metrics(r.resource_metrics)
+    let (logs, metrics) = (r.resource_logs, r.resource_metrics);
+    let (logs_set, metrics_set) = (logs.is_some(), metrics.is_some());
+    Ok(if let Some(l) = logs.filter(|l| !l.is_empty()) {
+        Request::Logs(l)
+    } else if let Some(m) = metrics.filter(|m| !m.is_empty()) {
+        Request::Metrics(m)
     } else if r.resource_spans.is_some() {
         Request::Other("traces")
     } else if r.resource_profiles.is_some() {
         Request::Other("profiles")
-    } else {
+    } else if logs_set || metrics_set || text.trim() == "{}" {
+        // An empty request.
         Request::Logs(Vec::new())
+    } else {
+        return Err(
+            "not an OTLP/JSON request: no resourceLogs, resourceMetrics, \
+                    resourceSpans or resourceProfiles"
+                .into(),
+        );
     })
 }
 
@@ -83,6 +90,17 @@ pub fn from_json(text: &str) -> Result<Request, String> {
 /// metric's first field is its name (a string) where a log record's is its time (a
 /// fixed64), so a request decodes as at most one of them with named metrics.
 pub fn from_protobuf(bytes: &[u8]) -> Result<Request, String> {
+    if bytes.is_empty() {
+        return Ok(Request::Logs(Vec::new()));
+    }
+    // Protobuf readers skip fields they do not know: text would read as an empty request.
+    if !looks_like_protobuf(bytes) {
+        return Err(
+            "neither OTLP/JSON nor an OTLP/protobuf logs or metrics request (its wire layout \
+             is not an export request's)"
+                .into(),
+        );
+    }
     let metrics = ExportMetricsServiceRequest::decode(bytes);
     if let Ok(m) = &metrics
         && m.resource_metrics
@@ -237,5 +255,8 @@ mod tests {
             assert!(!looks_like_protobuf(not), "{not:?}");
         }
         assert!(from_protobuf(b"\x0a\x05abc").is_err());
+        assert!(from_protobuf(b"hi").is_err());
+        assert!(from_json(r#"{"hello":1}"#).is_err());
+        assert!(matches!(from_json("{}"), Ok(Request::Logs(l)) if l.is_empty()));
     }
 }
