@@ -100,18 +100,7 @@ pub async fn analyze(
     sel: &Selection,
     cfg: &DetectorConfig,
 ) -> Result<Analysis> {
-    // DataFusion 55's leaf-expression pushdown fails ("ambiguous reference
-    // __datafusion_extracted_N") on rules that read a view with map lookups twice.
-    sql::execute(
-        ctx,
-        sql::SqlFile {
-            path: "(session settings)",
-            text: "SET datafusion.optimizer.enable_leaf_expression_pushdown = false",
-        },
-    )
-    .await?;
     let mut clock = Clock::new();
-    crate::state::register(ctx).await?;
     let from = sel.from_ns.unwrap_or(0);
     let to = sel.to_ns.unwrap_or(i64::MAX / 2);
     let params = [("from", ts_param(from)), ("to", ts_param(to))];

@@ -19,7 +19,6 @@ pub mod replay;
 pub mod report;
 pub mod settle;
 pub mod sql;
-pub mod state;
 pub mod symptoms;
 
 pub use analyze::{Analysis, Finding, Selection, analyze};

@@ -252,14 +252,9 @@ pub async fn save_derived(
 }
 
 /// The stored derived rows, every contract column in schema order.
-const OLD_SLOWDOWNS: SqlFile = SqlFile {
-    path: "(replay: stored slowdowns)",
-    text: "SELECT * FROM slowdowns",
-};
-const OLD_CAUSES: SqlFile = SqlFile {
-    path: "(replay: stored causes)",
-    text: "SELECT * FROM causes",
-};
+const OLD_SLOWDOWNS: SqlFile =
+    SqlFile::inline("(replay: stored slowdowns)", "SELECT * FROM slowdowns");
+const OLD_CAUSES: SqlFile = SqlFile::inline("(replay: stored causes)", "SELECT * FROM causes");
 
 fn rows(batches: &[RecordBatch]) -> usize {
     batches.iter().map(RecordBatch::num_rows).sum()

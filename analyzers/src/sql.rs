@@ -1,35 +1,50 @@
-//! The SQL the analyzers run, embedded from `queries/sql/` at build time: state views,
-//! the symptom queries and the per-layer cause rules, each named by its path.
+//! The SQL the analyzers run, named by its path under `queries/sql/` and read from the
+//! files `whyslow-queries` embeds (one source of SQL): state views, the symptom queries
+//! and the per-layer cause rules.
 
 use whyslow_schemas::Layer;
 
-/// One SQL file: its path under `queries/sql/` and its text.
+/// One SQL file: its path under `queries/sql/`, or SQL written in the code.
 #[derive(Debug, Clone, Copy)]
 pub struct SqlFile {
     pub path: &'static str,
-    pub text: &'static str,
+    inline: Option<&'static str>,
+}
+
+impl SqlFile {
+    /// The embedded file at `path` under `queries/sql/`.
+    pub const fn embedded(path: &'static str) -> Self {
+        SqlFile { path, inline: None }
+    }
+
+    /// SQL written in the code, named `path` in errors.
+    pub const fn inline(path: &'static str, text: &'static str) -> Self {
+        SqlFile {
+            path,
+            inline: Some(text),
+        }
+    }
+
+    /// The SQL text; an error naming the file when no such file is embedded (the test
+    /// `every_listed_file_is_embedded` checks each one listed here).
+    pub fn text(&self) -> crate::Result<&'static str> {
+        match self.inline {
+            Some(t) => Ok(t),
+            None => whyslow_queries::sql_file(self.path).ok_or(crate::AnalyzeError::Sql {
+                file: self.path,
+                source: datafusion::error::DataFusionError::Plan(
+                    "no such file is embedded under queries/sql/".into(),
+                ),
+            }),
+        }
+    }
 }
 
 macro_rules! sql {
     ($path:literal) => {
-        SqlFile {
-            path: $path,
-            text: include_str!(concat!("../../queries/sql/", $path)),
-        }
+        SqlFile::embedded($path)
     };
 }
-
-/// State views, in dependency order (`CREATE OR REPLACE VIEW`).
-pub const STATE_VIEWS: &[SqlFile] = &[
-    sql!("state/pod_placements.sql"),
-    sql!("state/pod_workloads.sql"),
-    sql!("state/workload_devices.sql"),
-    sql!("state/workload_admissions.sql"),
-    sql!("state/node_health.sql"),
-    sql!("state/run_progress.sql"),
-    sql!("state/checkpoint_restores.sql"),
-    sql!("state/checkpoint_ops.sql"),
-];
 
 /// Symptom inputs; each takes `$from` and `$to`.
 pub mod symptoms {
@@ -173,7 +188,7 @@ pub async fn collect(
         file: file.path,
         source,
     };
-    let mut df = ctx.sql(file.text).await.map_err(err)?;
+    let mut df = ctx.sql(file.text()?).await.map_err(err)?;
     if !params.is_empty() {
         let map = params
             .iter()
@@ -193,7 +208,7 @@ pub async fn execute(
         file: file.path,
         source,
     };
-    ctx.sql(file.text)
+    ctx.sql(file.text()?)
         .await
         .map_err(err)?
         .collect()
@@ -223,9 +238,34 @@ mod tests {
             assert_eq!(rules.len(), 1, "{path}");
             assert_eq!(rules[0].0, layer);
             assert!(
-                rules[0].1.text.contains(&format!("'{}' AS cause", c.id())),
+                rules[0]
+                    .1
+                    .text()
+                    .unwrap()
+                    .contains(&format!("'{}' AS cause", c.id())),
                 "{path}"
             );
+        }
+    }
+
+    #[test]
+    fn every_listed_file_is_embedded() {
+        use symptoms::*;
+        let singles = [
+            FRAMEWORK_SERIES,
+            UTILIZATION,
+            PAUSES,
+            LIFECYCLE,
+            EXTENT,
+            PLACEMENTS,
+            GPU_ACTIVITY,
+            SAVE_CADENCE,
+            EVIDENCE,
+            AFTERMATH,
+        ];
+        let rules = CAUSE_RULES.iter().map(|(_, f)| *f);
+        for f in SYMPTOM_VIEWS.iter().copied().chain(singles).chain(rules) {
+            assert!(f.text().is_ok_and(|t| !t.trim().is_empty()), "{}", f.path);
         }
     }
 }

@@ -140,7 +140,7 @@ fn preemption_log() -> Log {
 
 #[tokio::test]
 async fn preemption_stall_is_blamed_on_the_preemptor() {
-    let ctx = preemption_log().session();
+    let ctx = preemption_log().session().await;
     let a = analyze(&ctx, &Selection::default(), &DetectorConfig::default())
         .await
         .unwrap();
@@ -197,7 +197,7 @@ async fn steady_run_has_no_slowdown() {
     let mut log = Log::default();
     let job = At::workload("ml", "steady").run("r1");
     train(&mut log, &job, 4, 0.0, 3000.0, 1.5, 1);
-    let ctx = log.session();
+    let ctx = log.session().await;
     let a = analyze(&ctx, &Selection::default(), &DetectorConfig::default())
         .await
         .unwrap();
@@ -294,7 +294,7 @@ async fn xid_79_is_the_verdict_over_the_restore_it_caused() {
         &[("seconds", "10")],
     );
     train(&mut log, &job, 4, 2452.0, 4000.0, 2.0, 801);
-    let ctx = log.session();
+    let ctx = log.session().await;
     let a = analyze(&ctx, &Selection::default(), &DetectorConfig::default())
         .await
         .unwrap();
@@ -387,8 +387,7 @@ async fn one_checkpoint_told_by_many_sources_is_one_operation() {
         None,
         &[("step", "910"), ("seconds", "14")],
     );
-    let ctx = log.session();
-    whyslow_analyzers::state::register(&ctx).await.unwrap();
+    let ctx = log.session().await;
     let rows = |q: &'static str| {
         let ctx = &ctx;
         async move {

@@ -122,13 +122,10 @@ fn state_views_slt() {
             .expect("a runtime"),
     );
     let ctx = rt.block_on(async {
-        let ctx = whyslow_queries::open_session(tmp.path())
+        // The state views are registered with the session.
+        whyslow_queries::open_session(tmp.path())
             .await
-            .expect("a session over the fixture");
-        whyslow_analyzers::state::register(&ctx)
-            .await
-            .expect("the state views");
-        ctx
+            .expect("a session over the fixture and its views")
     });
     let update = std::env::var_os("UPDATE_SLT").is_some();
     let files = slt_files();

@@ -18,14 +18,25 @@ use crate::params::Params;
 use crate::segment_table::SegmentTable;
 use crate::segments::SegmentSource;
 
-/// The session settings: `information_schema` on (for `SHOW TABLES`, `DESCRIBE`), and
+/// The session settings: `information_schema` on (for `SHOW TABLES`, `DESCRIBE`),
 /// Parquet filters evaluated while decoding (late materialization) so selective queries
-/// read little.
+/// read little, and DataFusion 55's leaf-expression pushdown off (it fails, "ambiguous
+/// reference __datafusion_extracted_N", on queries that read a view's map lookups twice,
+/// as the cause rules do).
 pub fn session_config() -> SessionConfig {
     SessionConfig::new()
         .with_information_schema(true)
         .set_bool("datafusion.execution.parquet.pushdown_filters", true)
         .set_bool("datafusion.execution.parquet.reorder_filters", true)
+        .set_bool(
+            "datafusion.optimizer.enable_leaf_expression_pushdown",
+            false,
+        )
+}
+
+/// Registers every view of [`VIEW_DIRS`] on `ctx` (a session with the stored tables).
+pub async fn register_views(ctx: &SessionContext) -> Result<(), QueryError> {
+    register_sql_files(ctx, VIEW_DIRS.iter().flat_map(|d| sql_dir(d))).await
 }
 
 /// What user SQL may do: queries only. No DDL (CREATE/DROP, CREATE EXTERNAL TABLE), no
@@ -69,7 +80,7 @@ pub async fn session_over_limited(
         let provider = SegmentTable::new(table, source.segments(table));
         ctx.register_table(table.name(), Arc::new(provider))?;
     }
-    register_sql_files(&ctx, VIEW_DIRS.iter().flat_map(|d| sql_dir(d))).await?;
+    register_views(&ctx).await?;
     Ok(ctx)
 }
 

@@ -141,9 +141,10 @@ impl Log {
             .append(&row, std::iter::empty::<(&str, &str)>());
     }
 
-    /// A session with `events` and `metrics` holding the log.
-    pub fn session(mut self) -> SessionContext {
-        let ctx = SessionContext::new();
+    /// A session as `whyslow_queries` opens one, with `events` and `metrics` holding the
+    /// log, and its views.
+    pub async fn session(mut self) -> SessionContext {
+        let ctx = SessionContext::new_with_config(whyslow_queries::session_config());
         let e = self.events.finish();
         let m = self.metrics.finish();
         ctx.register_table(
@@ -156,6 +157,14 @@ impl Log {
             Arc::new(MemTable::try_new(Table::Metrics.schema(), vec![vec![m]]).unwrap()),
         )
         .unwrap();
+        // The other stored tables, empty: the views read them too.
+        for t in Table::ALL {
+            if ![Table::Events, Table::Metrics].contains(&t) {
+                let empty = MemTable::try_new(t.schema(), vec![vec![]]).unwrap();
+                ctx.register_table(t.name(), Arc::new(empty)).unwrap();
+            }
+        }
+        whyslow_queries::register_views(&ctx).await.unwrap();
         ctx
     }
 }
