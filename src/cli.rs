@@ -395,7 +395,7 @@ fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
                 .transpose()
                 .map_err(usage)?;
             live.publisher = match &args.incidents_topic {
-                Some(topic) => Some(stream::IncidentPublisher::new(
+                Some(topic) => Some(whyslow_analyzers::live::publisher::IncidentPublisher::new(
                     &args.brokers,
                     topic,
                     &opts.kafka_config,

@@ -5,6 +5,7 @@ pub mod alertmanager;
 pub mod hook;
 pub mod message;
 pub mod metrics;
+pub mod publisher;
 pub mod runner;
 pub mod standing;
 pub mod tracker;

@@ -10,7 +10,7 @@ pub mod telemetry;
 mod worker;
 
 pub use batch::{Accepted, Message, MicroBatch};
-pub use incidents::{CommitObserver, Committed, Incident, IncidentPublisher};
+pub use incidents::{CommitObserver, Committed};
 pub use options::{OptionError, StreamOptions, TopicSpec, parse_duration};
 pub use worker::{StreamSummary, run};
 

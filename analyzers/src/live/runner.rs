@@ -11,13 +11,14 @@ use std::time::Duration;
 use chrono::Utc;
 use tracing::{debug, info, warn};
 use whyslow_ingest::store::{Store, StoreWriter};
-use whyslow_ingest::stream::{CommitObserver, Committed, Incident, IncidentPublisher};
+use whyslow_ingest::stream::{CommitObserver, Committed};
 use whyslow_schemas::Table;
 
 use super::alertmanager::{Alertmanager, RESEND};
 use super::hook::{HookCall, HookRunner};
 use super::message::{Outgoing, incidents_batch};
 use super::metrics::LiveMetrics;
+use super::publisher::{Incident, IncidentPublisher};
 use super::standing::published_incidents;
 use super::tracker::{Published, Sighting, Tracker};
 use crate::analyze::{Selection, analyze};

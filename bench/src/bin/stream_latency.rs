@@ -25,10 +25,11 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use serde_json::Value;
+use whyslow_analyzers::live::publisher::IncidentPublisher;
 use whyslow_analyzers::live::{LiveAnalyzer, LiveOptions};
 use whyslow_fixtures::messages::{FORMATS, ScenarioMessage, scenario_messages};
 use whyslow_ingest::store::Store;
-use whyslow_ingest::stream::{self, IncidentPublisher, StreamOptions, TopicSpec};
+use whyslow_ingest::stream::{self, StreamOptions, TopicSpec};
 
 #[derive(Debug, Parser)]
 #[command(name = "stream_latency")]
