@@ -323,14 +323,25 @@ async fn analyze_window(opts: &LiveOptions) -> Result<Option<Window>> {
     let analysis = analyze(&ctx, &selection, &opts.detectors).await?;
     let report =
         crate::report::build::build(&analysis, &opts.store.display().to_string(), Utc::now());
-    let sightings = analysis
+    // Each report slowdown with its finding's extent, paired by slowdown id.
+    let extents: std::collections::HashMap<&str, (i64, i64)> = analysis
         .findings
         .iter()
-        .zip(report.slowdowns)
-        .map(|(f, s)| Sighting {
-            slowdown: s,
-            start_ns: f.symptom.start_ns,
-            end_ns: f.symptom.end_ns,
+        .map(|f| {
+            let extent = (f.symptom.start_ns, f.symptom.end_ns);
+            (f.slowdown_id.as_str(), extent)
+        })
+        .collect();
+    let sightings = report
+        .slowdowns
+        .into_iter()
+        .filter_map(|s| {
+            let (start_ns, end_ns) = *extents.get(s.slowdown_id.as_str())?;
+            Some(Sighting {
+                slowdown: s,
+                start_ns,
+                end_ns,
+            })
         })
         .collect();
     debug!(from, truncated, "Live analysis done.");
