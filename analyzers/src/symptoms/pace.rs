@@ -40,18 +40,15 @@ pub fn detect_regressions(
             value: v.0 / v.1 as f64,
         })
         .collect();
-    if std::env::var_os("WHYSLOW_DEBUG_PACE").is_some() {
-        eprintln!(
-            "pace {wk:?}: {:?}",
-            series
-                .iter()
-                .map(|p| (
-                    p.time_ns / 1_000_000_000,
-                    (p.value * 1000.0).round() / 1000.0
-                ))
-                .collect::<Vec<_>>()
-        );
-    }
+    tracing::trace!(
+        workload = ?wk,
+        points = series.len(),
+        "pace series (seconds per step by bucket): {:?}",
+        series
+            .iter()
+            .map(|p| (p.time_ns / 1_000_000_000, p.value))
+            .collect::<Vec<_>>()
+    );
     let bucket_cfg = DetectorConfig {
         min_segment: 2,
         alpha: 1e-2,
