@@ -3,7 +3,23 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+
+/// A flag that takes one of `names` (listed in `--help`; any other is a usage error),
+/// read into `T` by its `FromStr`: the names are the library type's own.
+fn one_of<T>(names: impl IntoIterator<Item = &'static str>) -> impl TypedValueParser<Value = T>
+where
+    T: std::str::FromStr + Clone + Send + Sync + 'static,
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    PossibleValuesParser::new(names).try_map(|s| s.parse::<T>())
+}
+
+/// An input format flag: the names of [`whyslow_ingest::Format::ALL`].
+fn input_format() -> impl TypedValueParser<Value = whyslow_ingest::Format> {
+    one_of(whyslow_ingest::Format::ALL.map(whyslow_ingest::Format::name))
+}
 
 /// Why did this ML workload slow down? Cross-layer root causes from an Arrow/Parquet event log.
 #[derive(Debug, Parser)]
@@ -61,9 +77,9 @@ pub struct IngestArgs {
     /// Files, directories (read recursively) or `-` for stdin; plain or gzip.
     #[arg(required = true)]
     pub paths: Vec<String>,
-    /// The input format: auto, envelope, k8s, prometheus, kmsg, container-log, slurm, otlp.
-    #[arg(long, default_value = "auto")]
-    pub format: String,
+    /// The input format (auto detects it per file, and per record in mixed streams).
+    #[arg(long, default_value = "auto", value_parser = input_format())]
+    pub format: whyslow_ingest::Format,
     #[command(flatten)]
     pub hints: HintArgs,
     /// Never draw a progress bar, even on a terminal.
@@ -140,10 +156,9 @@ pub struct SqlArgs {
     /// Bind a parameter: NAME=VALUE, used as $NAME in the query. Repeatable.
     #[arg(long = "param")]
     pub params: Vec<String>,
-    /// Output format: table, csv, tsv, json (one array), ndjson (one object per line) or
-    /// markdown.
-    #[arg(long, default_value = "table")]
-    pub format: String,
+    /// Output format: json is one array, ndjson one object per line.
+    #[arg(long, default_value = "table", value_parser = one_of::<whyslow_queries::OutputFormat>(whyslow_queries::OutputFormat::NAMES))]
+    pub format: whyslow_queries::OutputFormat,
     /// The most memory a query may hold for sorts, aggregations and joins (e.g. 4GiB,
     /// 512MiB); past it a query spills to disk or fails with a clear message.
     #[arg(long = "memory-limit", default_value = "4GiB")]
@@ -164,9 +179,9 @@ pub struct ReportArgs {
     /// Window end (RFC 3339 or relative).
     #[arg(long, allow_hyphen_values = true)]
     pub to: Option<String>,
-    /// md, json or html.
-    #[arg(long, default_value = "md")]
-    pub format: String,
+    /// The report's format (html: one self-contained file).
+    #[arg(long, default_value = "md", value_parser = one_of::<whyslow_analyzers::report::Format>(whyslow_analyzers::report::Format::NAMES))]
+    pub format: whyslow_analyzers::report::Format,
     /// Write to this file instead of stdout.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
@@ -237,8 +252,8 @@ pub struct ReplayArgs {
     pub derived_only: bool,
     /// Retry every dead letter with this format instead of its own (e.g. auto, after an
     /// ingest with the wrong --format).
-    #[arg(long)]
-    pub retry_format: Option<String>,
+    #[arg(long, value_parser = input_format())]
+    pub retry_format: Option<whyslow_ingest::Format>,
     /// Retry only the dead letters whose source starts with this (a file, a directory, a
     /// topic), e.g. to give one node's kernel log its --boot-time.
     #[arg(long)]
@@ -319,7 +334,7 @@ fn report(store: PathBuf, args: ReportArgs) -> Result<()> {
     let req = ReportRequest {
         store,
         selection,
-        format: args.format.parse().map_err(|e| bad(&e))?,
+        format: args.format,
         output: args.output,
         persist,
     };
@@ -336,11 +351,7 @@ fn replay(store: PathBuf, a: ReplayArgs) -> Result<()> {
     let mut req = ReplayRequest::new(store);
     req.dead_letters = !a.derived_only;
     req.derived = !a.dead_letters_only;
-    req.redecode.retry_format = a
-        .retry_format
-        .map(|f| f.parse())
-        .transpose()
-        .map_err(usage)?;
+    req.redecode.retry_format = a.retry_format;
     req.redecode.source_prefix = a.source;
     req.redecode.hints = a.hints.into_hints()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -448,11 +459,7 @@ fn ingest(store: PathBuf, a: IngestArgs) -> Result<()> {
     use std::io::IsTerminal;
     use whyslow_ingest::run::{IngestError, IngestOptions};
 
-    let format = a
-        .format
-        .parse()
-        .map_err(|e: whyslow_ingest::decode::UnknownFormat| UsageError(e.to_string()))?;
-    let mut opts = IngestOptions::new(store, a.paths, format);
+    let mut opts = IngestOptions::new(store, a.paths, a.format);
     opts.hints = a.hints.into_hints()?;
     opts.progress = !a.no_progress && std::io::stderr().is_terminal();
     let summary = whyslow_ingest::run::ingest(&opts).map_err(|e| match e {

@@ -9,14 +9,21 @@ use clap::Parser;
 fn main() -> ExitCode {
     let args = match cli::Cli::try_parse() {
         Ok(a) => a,
+        Err(e) if e.use_stderr() => {
+            // A usage error in one sentence, like every other (exit 2): clap's first
+            // paragraph (what is wrong, and the values that would do) on one line.
+            let text = e.render().to_string();
+            let first = text.split("\n\n").next().unwrap_or_default();
+            let sentence: Vec<&str> = first.lines().map(str::trim).collect();
+            let sentence = sentence.join(" ");
+            let sentence = sentence.strip_prefix("error: ").unwrap_or(&sentence);
+            eprintln!("whyslow: {sentence} (see --help)");
+            return ExitCode::from(2);
+        }
         Err(e) => {
-            // clap prints help/version to stdout (exit 0) and usage errors to stderr (exit 2).
+            // Help and version, to stdout.
             let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            };
+            return ExitCode::SUCCESS;
         }
     };
     init_tracing(args.verbose, args.log_format == "json");

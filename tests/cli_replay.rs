@@ -174,7 +174,7 @@ fn bad_usage_and_a_missing_store() {
     std::fs::create_dir_all(&store).unwrap();
     let out = run(whyslow(&store).args(["replay", "--retry-format", "syslog"]));
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("unknown format 'syslog'"));
+    assert!(text(&out.stderr).contains("invalid value 'syslog'"));
     let out = run(whyslow(&store).args(["replay", "--boot-time", "yesterday"]));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     let out = run(whyslow(&store).args(["replay", "--derived-only", "--dead-letters-only"]));

@@ -18,6 +18,11 @@ pub enum Format {
     Html,
 }
 
+impl Format {
+    /// Every name `--format` takes (`markdown` is `md`).
+    pub const NAMES: [&str; 4] = ["md", "json", "html", "markdown"];
+}
+
 impl std::str::FromStr for Format {
     type Err = crate::AnalyzeError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {

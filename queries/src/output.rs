@@ -36,6 +36,11 @@ pub enum OutputFormat {
     Markdown,
 }
 
+impl OutputFormat {
+    /// Every name `--format` takes (`md` is `markdown`).
+    pub const NAMES: [&str; 7] = ["table", "csv", "tsv", "json", "ndjson", "markdown", "md"];
+}
+
 impl FromStr for OutputFormat {
     type Err = QueryError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {

@@ -26,7 +26,7 @@ pub struct SqlCommand {
     /// `NAME=VALUE` parameters, bound as `$NAME`.
     pub params: Vec<String>,
     /// `table`, `csv` or `json`.
-    pub format: String,
+    pub format: OutputFormat,
     /// The most memory (bytes) a query's pool may hold (`None`: no limit).
     pub memory_limit: Option<usize>,
 }
@@ -62,7 +62,7 @@ pub fn parse_size(s: &str) -> Result<usize, QueryError> {
 /// Runs `whyslow sql`: the query or file, printing each statement's result to `out`;
 /// with neither, an interactive prompt on the terminal.
 pub fn run_sql(cmd: &SqlCommand, out: &mut dyn Write) -> Result<(), QueryError> {
-    let format: OutputFormat = cmd.format.parse()?;
+    let format = cmd.format;
     let params = Params::parse(&cmd.params)?;
     let sql = match (&cmd.query, &cmd.file) {
         (Some(_), Some(_)) => {
@@ -285,7 +285,7 @@ mod tests {
                 "SELECT v, count(*) FROM generate_series(1, 300000) t(v) GROUP BY v ORDER BY v DESC LIMIT 1"
                     .into(),
             ),
-            format: "csv".into(),
+            format: "csv".parse().unwrap(),
             memory_limit: Some(64 * 1024),
             ..SqlCommand::default()
         };
@@ -310,7 +310,7 @@ mod tests {
         let cmd = SqlCommand {
             store: dir.path().to_path_buf(),
             query: Some("SELECT length(repeat('x', 2000000000))".into()),
-            format: "csv".into(),
+            format: "csv".parse().unwrap(),
             memory_limit: Some(DEFAULT_MEMORY_LIMIT),
             ..SqlCommand::default()
         };

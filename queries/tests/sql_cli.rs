@@ -13,7 +13,7 @@ fn sql(store: &Path, query: &str, format: &str, params: &[&str]) -> Result<Strin
         query: Some(query.to_string()),
         file: None,
         params: params.iter().map(|p| p.to_string()).collect(),
-        format: format.to_string(),
+        format: format.parse()?,
         memory_limit: None,
     };
     let mut out = Vec::new();
@@ -153,7 +153,7 @@ fn named_queries_run_with_params() {
             "from=2026-11-29T10:00:00Z".into(),
             "to=2026-11-29T11:00:00Z".into(),
         ],
-        format: "csv".into(),
+        format: "csv".parse().unwrap(),
         memory_limit: None,
     };
     let mut out = Vec::new();
