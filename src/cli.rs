@@ -101,15 +101,16 @@ pub struct StreamArgs {
         long = "topic",
         env = "WHYSLOW_TOPICS",
         value_delimiter = ',',
-        required = true
+        required = true,
+        value_parser = whyslow_ingest::stream::TopicSpec::parse
     )]
-    pub topics: Vec<String>,
+    pub topics: Vec<whyslow_ingest::stream::TopicSpec>,
     /// Publish each incident (the report's slowdown objects) to this topic.
     #[arg(long, env = "WHYSLOW_INCIDENTS_TOPIC")]
     pub incidents_topic: Option<String>,
     /// Flush a micro-batch at least this often (e.g. 1s, 500ms).
-    #[arg(long, env = "WHYSLOW_FLUSH_INTERVAL", default_value = "1s")]
-    pub flush_interval: String,
+    #[arg(long, env = "WHYSLOW_FLUSH_INTERVAL", default_value = "1s", value_parser = whyslow_ingest::stream::parse_duration)]
+    pub flush_interval: std::time::Duration,
     /// Flush a micro-batch when it holds this many rows.
     #[arg(long, env = "WHYSLOW_MAX_BATCH_ROWS", default_value_t = 100_000)]
     pub max_batch_rows: usize,
@@ -117,8 +118,8 @@ pub struct StreamArgs {
     #[arg(long, env = "WHYSLOW_METRICS_ADDR", default_value = "127.0.0.1:9464")]
     pub metrics_addr: String,
     /// Give up (exit 1) when the broker stays unreachable this long.
-    #[arg(long, env = "WHYSLOW_RETRY_BUDGET", default_value = "5m")]
-    pub retry_budget: String,
+    #[arg(long, env = "WHYSLOW_RETRY_BUDGET", default_value = "5m", value_parser = whyslow_ingest::stream::parse_duration)]
+    pub retry_budget: std::time::Duration,
     /// Run this command with the incident JSON on stdin when an incident opens or its
     /// verdict changes: a shell command (`sh -c`) or a JSON array of arguments run
     /// without a shell (`["/hook","--page"]`); a failure is logged, never blocks ingest.
@@ -130,9 +131,10 @@ pub struct StreamArgs {
         short = 'X',
         value_name = "KEY=VALUE",
         env = "WHYSLOW_KAFKA_PROPERTIES",
-        value_delimiter = ';'
+        value_delimiter = ';',
+        value_parser = whyslow_ingest::stream::kafka_props::parse_property
     )]
-    pub kafka_properties: Vec<String>,
+    pub kafka_properties: Vec<(String, String)>,
     /// A librdkafka properties file (one KEY=VALUE a line, `#` comments), read before -X.
     #[arg(long, value_name = "FILE", env = "WHYSLOW_KAFKA_CONFIG")]
     pub kafka_config: Option<PathBuf>,
@@ -368,24 +370,15 @@ fn usage<E: std::fmt::Display>(e: E) -> anyhow::Error {
 
 fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
     use whyslow_analyzers::live::{LiveAnalyzer, LiveOptions};
-    use whyslow_ingest::stream::{self, StreamOptions, TopicSpec};
-    let topics = args
-        .topics
-        .iter()
-        .map(|t| TopicSpec::parse(t))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(usage)?;
-    let mut opts = StreamOptions::new(store.clone(), &args.brokers, &args.group, topics);
-    opts.flush_interval = stream::parse_duration(&args.flush_interval).map_err(usage)?;
+    use whyslow_ingest::stream::{self, StreamOptions};
+    let mut opts = StreamOptions::new(store.clone(), &args.brokers, &args.group, args.topics);
+    opts.flush_interval = args.flush_interval;
     opts.max_batch_rows = args.max_batch_rows.max(1);
-    opts.retry_budget = stream::parse_duration(&args.retry_budget).map_err(usage)?;
+    opts.retry_budget = args.retry_budget;
     if let Some(file) = &args.kafka_config {
         opts.kafka_config = stream::kafka_props::read_properties_file(file).map_err(usage)?;
     }
-    for p in &args.kafka_properties {
-        opts.kafka_config
-            .push(stream::kafka_props::parse_property(p).map_err(usage)?);
-    }
+    opts.kafka_config.extend(args.kafka_properties);
     opts.metrics_addr = match args.metrics_addr.as_str() {
         "" | "off" | "none" => None,
         a => Some(a.to_string()),
