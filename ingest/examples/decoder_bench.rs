@@ -9,6 +9,24 @@ use std::time::Instant;
 
 use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
 
+/// Prints one decoder's figures: input size, tallies, rows and rates.
+fn print_figures(name: &str, bytes: usize, secs: f64, out: &Output, rows: u64) {
+    let c = out.counts;
+    let mb = bytes as f64 / 1e6;
+    println!(
+        "{name:<12} {mb:8.1} MB {:>10} records {:>10} rows ({} events, {} metrics, {} skipped, {} rejected) \
+         {secs:6.2} s {:8.1} MB/s {:>12.0} rows/s",
+        c.records,
+        rows,
+        c.events,
+        c.metrics,
+        c.skipped,
+        c.rejected,
+        mb / secs,
+        rows as f64 / secs
+    );
+}
+
 /// Feeds `input` a line at a time and prints the figures.
 fn run_lines(name: &str, decoder: &mut dyn Decoder, input: &str, hints: &Hints) {
     let mut out = Output::new(0);
@@ -32,21 +50,7 @@ fn run_lines(name: &str, decoder: &mut dyn Decoder, input: &str, hints: &Hints) 
     decoder.finish(hints, &mut out);
     rows += (out.events.len() + out.metrics.len()) as u64;
     let _ = (out.events.finish(), out.metrics.finish(), out.dead.finish());
-    let secs = start.elapsed().as_secs_f64();
-    let c = out.counts;
-    let mb = input.len() as f64 / 1e6;
-    println!(
-        "{name:<12} {mb:8.1} MB {:>10} records {:>10} rows ({} events, {} metrics, {} skipped, {} rejected) \
-         {secs:6.2} s {:8.1} MB/s {:>12.0} rows/s",
-        c.records,
-        rows,
-        c.events,
-        c.metrics,
-        c.skipped,
-        c.rejected,
-        mb / secs,
-        rows as f64 / secs
-    );
+    print_figures(name, input.len(), start.elapsed().as_secs_f64(), &out, rows);
 }
 
 /// dcgm-exporter scrapes of 1000 nodes × 8 GPUs × 20 fields, 3 scrapes, with
@@ -267,21 +271,8 @@ fn run_messages(name: &str, decoder: &mut dyn Decoder, messages: &[Vec<u8>]) {
     decoder.finish(&hints, &mut out);
     rows += (out.events.len() + out.metrics.len()) as u64;
     let _ = (out.events.finish(), out.metrics.finish(), out.dead.finish());
-    let secs = start.elapsed().as_secs_f64();
-    let c = out.counts;
-    let mb = messages.iter().map(Vec::len).sum::<usize>() as f64 / 1e6;
-    println!(
-        "{name:<12} {mb:8.1} MB {:>10} records {:>10} rows ({} events, {} metrics, {} skipped, {} rejected) \
-         {secs:6.2} s {:8.1} MB/s {:>12.0} rows/s",
-        c.records,
-        rows,
-        c.events,
-        c.metrics,
-        c.skipped,
-        c.rejected,
-        mb / secs,
-        rows as f64 / secs
-    );
+    let bytes = messages.iter().map(Vec::len).sum();
+    print_figures(name, bytes, start.elapsed().as_secs_f64(), &out, rows);
 }
 
 /// The scrapes of `bench_prometheus` as the OpenTelemetry Collector's prometheus

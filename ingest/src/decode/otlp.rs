@@ -69,15 +69,12 @@ fn opens_document(line: &[u8]) -> bool {
 
 /// Reads a request from its bytes: OTLP/JSON when it opens with `{`, else protobuf.
 fn parse(bytes: &[u8]) -> Result<Request, String> {
-    let start = bytes
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(bytes.len());
-    if start == bytes.len() {
+    let body = bytes.trim_ascii_start();
+    if body.is_empty() {
         // A blank line between JSON lines: an empty request.
         return Ok(Request::Logs(Vec::new()));
     }
-    if bytes.get(start) == Some(&b'{') {
+    if body.first() == Some(&b'{') {
         let text = std::str::from_utf8(bytes)
             .map_err(|e| format!("OTLP/JSON that is not UTF-8 (at byte {})", e.valid_up_to()))?;
         request::from_json(text)
