@@ -50,8 +50,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, MapBuilder, MapFieldNames, RecordBatch, StringArray,
-    StringBuilder, new_null_array,
+    Array, ArrayRef, AsArray, MapBuilder, MapFieldNames, RecordBatch, StringArray, StringBuilder,
+    new_null_array,
 };
 use arrow::compute::kernels::cast_utils::string_to_timestamp_nanos;
 use arrow::compute::{cast, concat_batches};
