@@ -87,65 +87,48 @@ pub struct IngestArgs {
     pub no_progress: bool,
 }
 
+/// `whyslow stream`: the worker's own flags (defined once, by the library's
+/// [`whyslow_ingest::stream::StreamOptions`]) and those of its live analyzer.
 #[derive(Debug, Args)]
 pub struct StreamArgs {
-    /// Kafka bootstrap servers, comma-separated.
-    #[arg(long, env = "WHYSLOW_BROKERS", required = true)]
-    pub brokers: String,
-    /// The consumer group.
-    #[arg(long, env = "WHYSLOW_GROUP", required = true)]
-    pub group: String,
-    /// A topic to consume, optionally with its format: NAME[=FORMAT]. Repeatable; in the
-    /// environment, comma-separated.
-    #[arg(
-        long = "topic",
-        env = "WHYSLOW_TOPICS",
-        value_delimiter = ',',
-        required = true,
-        value_parser = whyslow_ingest::stream::TopicSpec::parse
-    )]
-    pub topics: Vec<whyslow_ingest::stream::TopicSpec>,
+    #[command(flatten)]
+    pub worker: whyslow_ingest::stream::StreamOptions,
     /// Publish each incident (the report's slowdown objects) to this topic.
-    #[arg(long, env = "WHYSLOW_INCIDENTS_TOPIC")]
+    #[arg(long, env = "WHYSLOW_INCIDENTS_TOPIC", help_heading = LIVE)]
     pub incidents_topic: Option<String>,
-    /// Flush a micro-batch at least this often (e.g. 1s, 500ms).
-    #[arg(long, env = "WHYSLOW_FLUSH_INTERVAL", default_value = "1s", value_parser = whyslow_ingest::stream::parse_duration)]
-    pub flush_interval: std::time::Duration,
-    /// Flush a micro-batch when it holds this many rows.
-    #[arg(long, env = "WHYSLOW_MAX_BATCH_ROWS", default_value_t = 100_000)]
-    pub max_batch_rows: usize,
-    /// Serve the worker's own Prometheus metrics here.
-    #[arg(long, env = "WHYSLOW_METRICS_ADDR", default_value = "127.0.0.1:9464")]
-    pub metrics_addr: String,
-    /// Give up (exit 1) when the broker stays unreachable this long.
-    #[arg(long, env = "WHYSLOW_RETRY_BUDGET", default_value = "5m", value_parser = whyslow_ingest::stream::parse_duration)]
-    pub retry_budget: std::time::Duration,
     /// Run this command with the incident JSON on stdin when an incident opens or its
     /// verdict changes: a shell command (`sh -c`) or a JSON array of arguments run
     /// without a shell (`["/hook","--page"]`); a failure is logged, never blocks ingest.
-    #[arg(long, env = "WHYSLOW_ON_INCIDENT")]
+    #[arg(long, env = "WHYSLOW_ON_INCIDENT", help_heading = LIVE)]
     pub on_incident: Option<String>,
-    /// A librdkafka property for the consumer and the incident producer, KEY=VALUE (kcat's
-    /// `-X`): TLS, SASL, compression. Repeatable; in the environment, `;`-separated.
-    #[arg(
-        short = 'X',
-        value_name = "KEY=VALUE",
-        env = "WHYSLOW_KAFKA_PROPERTIES",
-        value_delimiter = ';',
-        value_parser = whyslow_ingest::stream::kafka_props::parse_property
-    )]
-    pub kafka_properties: Vec<(String, String)>,
-    /// A librdkafka properties file (one KEY=VALUE a line, `#` comments), read before -X.
-    #[arg(long, value_name = "FILE", env = "WHYSLOW_KAFKA_CONFIG")]
-    pub kafka_config: Option<PathBuf>,
     /// Fire and resolve incidents as alerts in this Alertmanager (its base URL, e.g.
     /// http://alertmanager.monitoring:9093; the v2 API).
-    #[arg(long, value_name = "URL", env = "WHYSLOW_ALERTMANAGER")]
+    #[arg(long, value_name = "URL", env = "WHYSLOW_ALERTMANAGER", help_heading = LIVE)]
     pub alertmanager: Option<String>,
     /// How far back from the newest data the live analyzers look after each commit
     /// (e.g. 24h, 6h); `off` runs no live analysis.
-    #[arg(long, env = "WHYSLOW_ANALYSIS_WINDOW", default_value = "24h")]
-    pub analysis_window: String,
+    // `std::option::Option`: the parser's None (`off`), not an optional flag.
+    #[arg(
+        long,
+        env = "WHYSLOW_ANALYSIS_WINDOW",
+        default_value = "24h",
+        value_parser = analysis_window,
+        help_heading = LIVE
+    )]
+    pub analysis_window: std::option::Option<std::time::Duration>,
+}
+
+/// The `--help` heading of the live analyzer's flags.
+const LIVE: &str = "Live analysis";
+
+/// `--analysis-window`: a duration, or `off` (also `none`) for no live analysis.
+fn analysis_window(
+    s: &str,
+) -> Result<Option<std::time::Duration>, whyslow_ingest::stream::OptionError> {
+    match s.trim() {
+        "off" | "none" => Ok(None),
+        window => whyslow_ingest::stream::parse_duration(window).map(Some),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -370,24 +353,15 @@ fn usage<E: std::fmt::Display>(e: E) -> anyhow::Error {
 
 fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
     use whyslow_analyzers::live::{LiveAnalyzer, LiveOptions};
-    use whyslow_ingest::stream::{self, StreamOptions};
-    let mut opts = StreamOptions::new(store.clone(), &args.brokers, &args.group, args.topics);
-    opts.flush_interval = args.flush_interval;
-    opts.max_batch_rows = args.max_batch_rows.max(1);
-    opts.retry_budget = args.retry_budget;
-    if let Some(file) = &args.kafka_config {
-        opts.kafka_config = stream::kafka_props::read_properties_file(file).map_err(usage)?;
-    }
-    opts.kafka_config.extend(args.kafka_properties);
-    opts.metrics_addr = match args.metrics_addr.as_str() {
-        "" | "off" | "none" => None,
-        a => Some(a.to_string()),
-    };
-    let live: Option<Box<dyn stream::CommitObserver>> = match args.analysis_window.as_str() {
-        "off" | "none" => None,
-        window => {
+    use whyslow_ingest::stream;
+    let mut opts = args.worker;
+    opts.store = store.clone();
+    opts.read_kafka_config_file().map_err(usage)?;
+    let live: Option<Box<dyn stream::CommitObserver>> = match args.analysis_window {
+        None => None,
+        Some(window) => {
             let mut live = LiveOptions::new(store);
-            live.window = stream::parse_duration(window).map_err(usage)?;
+            live.window = window;
             if let Some(command) = &args.on_incident {
                 whyslow_analyzers::live::hook::argv(command).map_err(usage)?;
             }
@@ -400,7 +374,7 @@ fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
                 .map_err(usage)?;
             live.publisher = match &args.incidents_topic {
                 Some(topic) => Some(whyslow_analyzers::live::publisher::IncidentPublisher::new(
-                    &args.brokers,
+                    &opts.brokers,
                     topic,
                     &opts.kafka_config,
                 )?),
