@@ -17,6 +17,8 @@ pub mod container_log;
 pub mod envelope;
 pub mod k8s;
 pub mod kmsg;
+pub mod lines;
+pub mod nvidia;
 pub mod otlp;
 pub mod prometheus;
 pub mod slurm;

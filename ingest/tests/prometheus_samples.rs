@@ -509,6 +509,38 @@ fn throttle_reason_changes_become_events_with_decoded_bits() {
         ("0x41", "0x0")
     );
     assert_eq!(ev[1].3["reasons"], "sw_power_cap");
+    // The bits the cause rules read, decoded here once.
+    let flags = |i: usize| (ev[i].3["power"].as_str(), ev[i].3["thermal"].as_str());
+    assert_eq!(flags(0), ("false", "true"));
+    assert_eq!(flags(1), ("true", "false"));
+}
+
+/// A mask with power and thermal bits at once is evidence for both causes; sync boost
+/// alone is a setting, not a throttle.
+#[test]
+fn mixed_and_setting_masks_decode_to_both_causes_and_to_none() {
+    let mut text = String::new();
+    for (i, v) in [0x0, 0x44, 0x10].iter().enumerate() {
+        text.push_str(&format!(
+            "DCGM_FI_DEV_CLOCKS_EVENT_REASONS{T4_LABELS} {v} {}\n",
+            1_764_411_300_000i64 + i as i64 * 10_000
+        ));
+    }
+    let mut out = feed_lines(&text, "mixed.prom", &Hints::default());
+    let ev = events(&mut out);
+    assert_eq!(ev.len(), 2, "{ev:?}");
+    assert_eq!(
+        (ev[0].0.as_str(), ev[0].1.as_str()),
+        ("clock_throttle", "thermal")
+    );
+    assert_eq!(
+        (ev[0].3["power"].as_str(), ev[0].3["thermal"].as_str()),
+        ("true", "true")
+    );
+    assert_eq!(
+        ev[1].0, "clock_throttle_cleared",
+        "0x10 (sync boost) cuts nothing"
+    );
 }
 
 #[test]

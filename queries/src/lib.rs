@@ -13,6 +13,7 @@ mod bounded_functions;
 pub mod dialect;
 pub mod embedded;
 pub mod error;
+pub mod gpu_functions;
 pub mod output;
 pub mod params;
 pub mod segment_table;

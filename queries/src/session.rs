@@ -34,8 +34,11 @@ pub fn session_config() -> SessionConfig {
         )
 }
 
-/// Registers every view of [`VIEW_DIRS`] on `ctx` (a session with the stored tables).
+/// Registers whyslow's SQL functions (the throttle-mask functions of
+/// [`crate::gpu_functions`]) and every view of [`VIEW_DIRS`] on `ctx` (a session with the
+/// stored tables).
 pub async fn register_views(ctx: &SessionContext) -> Result<(), QueryError> {
+    crate::gpu_functions::register(ctx);
     register_sql_files(ctx, VIEW_DIRS.iter().flat_map(|d| sql_dir(d))).await
 }
 

@@ -96,6 +96,9 @@ impl EnvelopeDecoder {
                         let _ = write!(self.event_id, "{HASH_PREFIX}{h:032x}");
                     }
                 }
+                if kind.as_ref() == "clock_throttle" {
+                    self.pairs.decode_throttle_mask();
+                }
                 let row = EventRow {
                     time_ns: r.time_ns,
                     event_id: &self.event_id,
@@ -781,6 +784,34 @@ impl Pairs {
         self.spans.truncate(kept);
     }
 
+    /// The value of `key`.
+    fn get(&self, key: &str) -> Option<&str> {
+        self.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    /// A throttle event's `mask` (or `value`) decoded into the attributes the cause
+    /// rules read (`throttle`, `reasons`, `power`, `thermal`), as the Prometheus decoder
+    /// writes them; attributes the record gives itself are kept.
+    fn decode_throttle_mask(&mut self) {
+        let Some(mask) = self
+            .get("mask")
+            .or_else(|| self.get("value"))
+            .and_then(crate::decode::nvidia::ThrottleReasons::parse)
+        else {
+            return;
+        };
+        let mut added = false;
+        for (key, value) in mask.attrs() {
+            if self.get(key).is_none() {
+                self.push_str(key, &value);
+                added = true;
+            }
+        }
+        if added {
+            self.finish();
+        }
+    }
+
     fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.spans
             .iter()
@@ -861,6 +892,38 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn a_throttle_mask_is_decoded_into_the_fields_the_rules_read() {
+        let mut pairs = Pairs::default();
+        parse(
+            r#"{"time":1,"kind":"clock_throttle","attrs":{"mask":"0x44","power":"maybe"}}"#,
+            &mut pairs,
+        )
+        .unwrap();
+        pairs.decode_throttle_mask();
+        let got: Vec<_> = pairs.iter().collect();
+        assert_eq!(
+            got,
+            [
+                ("mask", "0x44"),
+                ("power", "maybe"),
+                ("reasons", "sw_power_cap,hw_thermal_slowdown"),
+                ("thermal", "true"),
+                ("throttle", "thermal"),
+            ],
+            "decoded once, the record's own attributes kept"
+        );
+        let mut pairs = Pairs::default();
+        parse(
+            r#"{"time":1,"kind":"clock_throttle","value":4}"#,
+            &mut pairs,
+        )
+        .unwrap();
+        pairs.decode_throttle_mask();
+        assert_eq!(pairs.get("power"), Some("true"));
+        assert_eq!(pairs.get("thermal"), Some("false"));
     }
 
     #[test]

@@ -63,9 +63,7 @@
 
 pub mod frame;
 pub mod journal;
-pub mod lines;
 pub mod rules;
-pub mod xid;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -296,7 +294,7 @@ impl Decoder for KmsgDecoder {
     }
 
     fn decode(&mut self, bytes: &[u8], origin: &Origin<'_>, hints: &Hints, out: &mut Output) {
-        lines::decode_lines(bytes, origin, Format::Kmsg, out, |line, out| {
+        crate::decode::lines::decode_lines(bytes, origin, Format::Kmsg, out, |line, out| {
             self.decode_line(line, hints, out)
         });
     }

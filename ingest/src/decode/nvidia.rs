@@ -2,6 +2,8 @@
 //! which root cause it is evidence for, and how bad it is. Shared by the kernel-log and
 //! the Prometheus (dcgm-exporter) decoders.
 
+use std::borrow::Cow;
+
 use whyslow_schemas::Severity;
 
 /// The group a code belongs to; the names line up with the infrastructure causes of
@@ -127,105 +129,194 @@ pub fn xid_info(code: u32) -> XidInfo {
     }
 }
 
+/// What a bit of the clocks-event (throttle) reason mask says about the clocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockLimit {
+    /// Not a slowdown: the GPU is idle, or clocks follow a setting someone chose
+    /// (application clocks, display clock, a sync-boost group).
+    Setting,
+    /// Clocks cut to stay under a power limit (SW power cap, HW power brake).
+    Power,
+    /// Clocks cut for temperature (SW or HW thermal slowdown).
+    Thermal,
+    /// HW slowdown: clocks halved or more, for temperature, a power brake or power draw;
+    /// the hardware does not say which, and whyslow counts it as thermal.
+    Hardware,
+}
+
 /// One bit of the NVML clocks-event (throttle) reason mask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ThrottleBit {
     pub mask: u64,
     /// snake_case name (`hw_thermal_slowdown`).
     pub name: &'static str,
-    /// Whether the bit means clocks were cut (idle, application and display clock
-    /// settings are not slowdowns).
-    pub slowdown: bool,
+    /// What the bit says about the clocks.
+    pub limit: ClockLimit,
 }
 
 /// The NVML `nvmlClocksEventReasons` / `nvmlClocksThrottleReasons` bits, which
-/// `DCGM_FI_DEV_CLOCK_THROTTLE_REASONS` / `DCGM_FI_DEV_CLOCKS_EVENT_REASONS` report.
+/// `DCGM_FI_DEV_CLOCK_THROTTLE_REASONS` / `DCGM_FI_DEV_CLOCKS_EVENT_REASONS` report. The
+/// one table of them: the decoders' events and the SQL functions over samples
+/// (`throttle_power(mask)`, … in `whyslow-queries`) all read it.
 pub const THROTTLE_BITS: [ThrottleBit; 9] = [
     ThrottleBit {
         mask: 0x1,
         name: "gpu_idle",
-        slowdown: false,
+        limit: ClockLimit::Setting,
     },
     ThrottleBit {
         mask: 0x2,
         name: "applications_clocks_setting",
-        slowdown: false,
+        limit: ClockLimit::Setting,
     },
     ThrottleBit {
         mask: 0x4,
         name: "sw_power_cap",
-        slowdown: true,
+        limit: ClockLimit::Power,
     },
     ThrottleBit {
         mask: 0x8,
         name: "hw_slowdown",
-        slowdown: true,
+        limit: ClockLimit::Hardware,
     },
+    // A sync-boost group runs its GPUs at the clocks the slowest of them can hold: a
+    // setting, not a cut of this GPU's own (the GPU that holds the group back shows its
+    // own power or thermal bit).
     ThrottleBit {
         mask: 0x10,
         name: "sync_boost",
-        slowdown: true,
+        limit: ClockLimit::Setting,
     },
     ThrottleBit {
         mask: 0x20,
         name: "sw_thermal_slowdown",
-        slowdown: true,
+        limit: ClockLimit::Thermal,
     },
     ThrottleBit {
         mask: 0x40,
         name: "hw_thermal_slowdown",
-        slowdown: true,
+        limit: ClockLimit::Thermal,
     },
     ThrottleBit {
         mask: 0x80,
         name: "hw_power_brake_slowdown",
-        slowdown: true,
+        limit: ClockLimit::Power,
     },
     ThrottleBit {
         mask: 0x100,
         name: "display_clock_setting",
-        slowdown: false,
+        limit: ClockLimit::Setting,
     },
 ];
 
-/// The bits of a mask that cut clocks.
-pub fn slowdown_bits(mask: u64) -> u64 {
-    THROTTLE_BITS
-        .iter()
-        .filter(|b| b.slowdown)
-        .fold(0, |acc, b| acc | (mask & b.mask))
-}
-
-/// The names of the bits set in `mask`, comma-separated (`sw_power_cap,hw_slowdown`).
-pub fn throttle_bit_names(mask: u64) -> String {
-    let mut s = String::new();
-    for b in THROTTLE_BITS.iter().filter(|b| mask & b.mask != 0) {
-        if !s.is_empty() {
-            s.push(',');
+/// The bits of the table whose limit is one of `limits`.
+const fn bits_of(limits: &[ClockLimit]) -> u64 {
+    let mut acc = 0;
+    let mut i = 0;
+    while i < THROTTLE_BITS.len() {
+        let mut j = 0;
+        while j < limits.len() {
+            if THROTTLE_BITS[i].limit as u8 == limits[j] as u8 {
+                acc |= THROTTLE_BITS[i].mask;
+            }
+            j += 1;
         }
-        s.push_str(b.name);
+        i += 1;
     }
-    s
+    acc
 }
 
-/// The kind of slowdown a mask shows, worst first: `thermal` (SW/HW thermal), `power`
-/// (SW power cap, HW power brake), `hw_slowdown` (HW slowdown alone: thermal or power,
-/// the hardware does not say), `sync_boost`, else `none`; and its severity.
-pub fn throttle_class(mask: u64) -> (&'static str, Severity) {
-    if mask & 0x40 != 0 {
-        ("thermal", Severity::Error)
-    } else if mask & 0x80 != 0 {
-        ("power", Severity::Error)
-    } else if mask & 0x20 != 0 {
-        ("thermal", Severity::Warning)
-    } else if mask & 0x8 != 0 {
-        ("hw_slowdown", Severity::Error)
-    } else if mask & 0x4 != 0 {
-        ("power", Severity::Warning)
-    } else if mask & 0x10 != 0 {
-        ("sync_boost", Severity::Info)
-    } else {
-        ("none", Severity::Info)
+/// A clock-throttle reason mask, decoded once for every reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThrottleReasons(pub u64);
+
+impl ThrottleReasons {
+    /// The bits that cut clocks (power, thermal, HW slowdown).
+    pub const SLOWDOWN: u64 =
+        bits_of(&[ClockLimit::Power, ClockLimit::Thermal, ClockLimit::Hardware]);
+    /// The power bits (SW power cap, HW power brake).
+    pub const POWER: u64 = bits_of(&[ClockLimit::Power]);
+    /// The thermal bits, HW slowdown included (SW/HW thermal, HW slowdown).
+    pub const THERMAL: u64 = bits_of(&[ClockLimit::Thermal, ClockLimit::Hardware]);
+
+    /// A mask as a gauge reports it: a whole, non-negative number.
+    pub fn from_value(value: f64) -> Option<Self> {
+        (value.is_finite() && value >= 0.0 && value.fract() == 0.0 && value < 9.0e15)
+            .then_some(ThrottleReasons(value as u64))
+    }
+
+    /// A mask written as text: hexadecimal with `0x` (`0x60`, as NVML and dcgmi print
+    /// it) or decimal (`96`, `96.0`, as a gauge's value reads).
+    pub fn parse(text: &str) -> Option<Self> {
+        let t = text.trim();
+        match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+            Some(hex) => u64::from_str_radix(hex, 16).ok().map(ThrottleReasons),
+            None => t
+                .parse::<u64>()
+                .ok()
+                .map(ThrottleReasons)
+                .or_else(|| Self::from_value(t.parse().ok()?)),
+        }
+    }
+
+    /// The bits that cut clocks.
+    pub fn slowdown_bits(self) -> u64 {
+        self.0 & Self::SLOWDOWN
+    }
+
+    /// Whether clocks are cut for power.
+    pub fn power(self) -> bool {
+        self.0 & Self::POWER != 0
+    }
+
+    /// Whether clocks are cut for temperature (or by HW slowdown).
+    pub fn thermal(self) -> bool {
+        self.0 & Self::THERMAL != 0
+    }
+
+    /// The names of the bits set, comma-separated (`sw_power_cap,hw_slowdown`).
+    pub fn names(self) -> String {
+        let mut s = String::new();
+        for b in THROTTLE_BITS.iter().filter(|b| self.0 & b.mask != 0) {
+            if !s.is_empty() {
+                s.push(',');
+            }
+            s.push_str(b.name);
+        }
+        s
+    }
+
+    /// The kind of slowdown the mask shows, worst first: `thermal` (HW, then SW
+    /// thermal), `power` (HW power brake), `hw_slowdown` (HW slowdown alone: thermal or
+    /// power, the hardware does not say), `power` (SW power cap), else `none`; and its
+    /// severity.
+    pub fn class(self) -> (&'static str, Severity) {
+        let m = self.0;
+        if m & 0x40 != 0 {
+            ("thermal", Severity::Error)
+        } else if m & 0x80 != 0 {
+            ("power", Severity::Error)
+        } else if m & 0x20 != 0 {
+            ("thermal", Severity::Warning)
+        } else if m & 0x8 != 0 {
+            ("hw_slowdown", Severity::Error)
+        } else if m & 0x4 != 0 {
+            ("power", Severity::Warning)
+        } else {
+            ("none", Severity::Info)
+        }
+    }
+
+    /// The event attributes the cause rules read, decoded: `throttle` (the class),
+    /// `reasons` (bit names), `power` and `thermal` (`true`/`false`).
+    pub fn attrs(self) -> [(&'static str, Cow<'static, str>); 4] {
+        let flag = |b: bool| Cow::Borrowed(if b { "true" } else { "false" });
+        [
+            ("throttle", Cow::Borrowed(self.class().0)),
+            ("reasons", Cow::Owned(self.names())),
+            ("power", flag(self.power())),
+            ("thermal", flag(self.thermal())),
+        ]
     }
 }
 
@@ -255,12 +346,34 @@ mod tests {
 
     #[test]
     fn throttle_masks() {
-        assert_eq!(slowdown_bits(0x1 | 0x2 | 0x100), 0);
-        assert_eq!(slowdown_bits(0x41), 0x40);
-        assert_eq!(throttle_bit_names(0x44), "sw_power_cap,hw_thermal_slowdown");
-        assert_eq!(throttle_class(0x44).0, "thermal");
-        assert_eq!(throttle_class(0x4), ("power", Severity::Warning));
-        assert_eq!(throttle_class(0x80).0, "power");
-        assert_eq!(throttle_class(0x1).0, "none");
+        let r = ThrottleReasons;
+        assert_eq!(r(0x1 | 0x2 | 0x10 | 0x100).slowdown_bits(), 0);
+        assert_eq!(r(0x41).slowdown_bits(), 0x40);
+        assert_eq!(ThrottleReasons::SLOWDOWN, 0xEC);
+        assert_eq!(ThrottleReasons::POWER, 0x84);
+        assert_eq!(ThrottleReasons::THERMAL, 0x68);
+        assert_eq!(r(0x44).names(), "sw_power_cap,hw_thermal_slowdown");
+        assert_eq!(r(0x44).class().0, "thermal");
+        assert!(r(0x44).power() && r(0x44).thermal());
+        assert_eq!(r(0x4).class(), ("power", Severity::Warning));
+        assert_eq!(r(0x80).class().0, "power");
+        assert_eq!(r(0x8).class().0, "hw_slowdown");
+        assert!(r(0x8).thermal() && !r(0x8).power());
+        assert_eq!(r(0x1).class().0, "none");
+        assert_eq!(r(0x10).class().0, "none", "sync boost is a setting");
+    }
+
+    #[test]
+    fn masks_read_as_nvml_and_gauges_write_them() {
+        for text in ["0x60", "0X60", "96", "96.0", " 96 "] {
+            assert_eq!(
+                ThrottleReasons::parse(text),
+                Some(ThrottleReasons(0x60)),
+                "{text}"
+            );
+        }
+        for text in ["", "0x", "-4", "4.5", "NaN", "power"] {
+            assert_eq!(ThrottleReasons::parse(text), None, "{text}");
+        }
     }
 }

@@ -74,11 +74,13 @@
 //!   attrs `xid`, `meaning`, `category` (`gpu_failure`, `gpu_memory_error`,
 //!   `nvlink_error`, `application`, `other`), `metric`, `previous` (when known), plus
 //!   the sample's remaining labels; severity from the Xid catalog.
-//! - the slowdown bits of the throttle mask changing (idle, application-clock and
-//!   display-clock bits are not slowdowns) → kind `clock_throttle` (to nonzero) or
+//! - the slowdown bits of the throttle mask changing (idle, application-clock,
+//!   display-clock and sync-boost bits are not slowdowns) → kind `clock_throttle` (to nonzero) or
 //!   `clock_throttle_cleared` (to zero), reason = the `throttle` class (`thermal`,
-//!   `power`, `hw_slowdown`, `sync_boost`, `none`), attrs `throttle`, `reasons` (bit
-//!   names), `mask` and `previous_mask` (hex), `metric`, plus the remaining labels.
+//!   `power`, `hw_slowdown`, `none`), attrs `throttle`, `reasons` (bit names), `power`
+//!   and `thermal` (`true`/`false`: the bits decoded once, here, for the cause rules;
+//!   see [`crate::decode::nvidia::ThrottleReasons`]), `mask` and `previous_mask` (hex),
+//!   `metric`, plus the remaining labels.
 //!
 //! `event_id` is a hash of (source, node, device, metric, time, value).
 
@@ -89,7 +91,7 @@ pub mod text;
 
 use whyslow_schemas::builders::{EventRow, MetricRow, Scope};
 
-use crate::decode::kmsg::lines::decode_lines;
+use crate::decode::lines::decode_lines;
 use crate::decode::{Decoder, Format, Hints, Origin, Output};
 use crate::time::{self, Nanos};
 use gpu_events::{Change, StateGauge, StateMemory};
@@ -366,27 +368,25 @@ impl PrometheusDecoder {
                     .append(&ev, attrs.into_iter().chain(prev).chain(kept));
             }
             Change::Throttle { mask, previous } => {
-                use crate::decode::kmsg::xid::{throttle_bit_names, throttle_class};
-                let (class, _) = throttle_class(mask);
-                let bits = throttle_bit_names(mask);
-                let mask_s = format!("0x{mask:x}");
+                let (class, _) = mask.class();
+                let decoded = mask.attrs();
+                let mask_s = format!("0x{:x}", mask.0);
                 let message = if kind == "clock_throttle" {
-                    format!("clocks throttled ({class}): {bits} [{name} = {mask_s}]")
+                    format!(
+                        "clocks throttled ({class}): {} [{name} = {mask_s}]",
+                        mask.names()
+                    )
                 } else {
                     format!("clock throttling ended [{name} = {mask_s}]")
                 };
                 let prev = previous.map(|p| format!("0x{p:x}"));
                 ev.reason = Some(class);
                 ev.message = Some(&message);
-                let attrs = [
-                    ("throttle", class),
-                    ("reasons", bits.as_str()),
-                    ("mask", &mask_s),
-                    ("metric", metric),
-                ];
+                let decoded = decoded.iter().map(|(k, v)| (*k, v.as_ref()));
+                let attrs = [("mask", mask_s.as_str()), ("metric", metric)];
                 let prev = prev.as_deref().map(|p| ("previous_mask", p));
                 out.events
-                    .append(&ev, attrs.into_iter().chain(prev).chain(kept));
+                    .append(&ev, decoded.chain(attrs).chain(prev).chain(kept));
             }
         }
         Ok(())

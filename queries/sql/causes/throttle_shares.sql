@@ -1,7 +1,7 @@
 -- Per symptom and GPU on its nodes: the share of the GPU's DCGM clock-throttle samples with
--- a power bit (SW power cap 0x4, HW power brake 0x80: mask 132) or a thermal bit (SW 0x20,
--- HW 0x40, HW slowdown 0x8, which the hardware does not attribute: mask 104) set during the
--- symptom, and before it (its own level in the hour before, up to 10 minutes before the
+-- a power bit (SW power cap, HW power brake: `throttle_power`) or a thermal bit (SW/HW
+-- thermal, and HW slowdown, which the hardware does not attribute: `throttle_thermal`) set
+-- during the symptom, and before it (its own level in the hour before, up to 10 minutes before the
 -- onset a pace regression may be found late by). The strength of the throttle rules: a
 -- brief or usual bit under load is weak evidence, a sustained new one strong.
 CREATE OR REPLACE VIEW symptom_throttle_shares AS
@@ -9,8 +9,8 @@ WITH samples AS (
   SELECT s.slowdown_id, m.node, m.device,
     m.time >= s.start AND m.time <= s."end" AS during,
     m.time < s.start - INTERVAL '10 minutes' AS before,
-    CASE WHEN (CAST(m.value AS BIGINT) & 132) <> 0 THEN 1.0 ELSE 0.0 END AS power,
-    CASE WHEN (CAST(m.value AS BIGINT) & 104) <> 0 THEN 1.0 ELSE 0.0 END AS thermal
+    CASE WHEN throttle_power(m.value) THEN 1.0 ELSE 0.0 END AS power,
+    CASE WHEN throttle_thermal(m.value) THEN 1.0 ELSE 0.0 END AS thermal
   FROM symptoms s
   JOIN (SELECT DISTINCT slowdown_id, node FROM symptom_scope) sc ON sc.slowdown_id = s.slowdown_id
   JOIN metrics m ON m.metric = 'clock_throttle_reasons' AND m.node = sc.node

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use whyslow_schemas::Severity;
 
-use super::xid::{XidCategory, xid_info};
+use crate::decode::nvidia::{XidCategory, xid_info};
 
 /// A recognized message.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use whyslow_schemas::Severity;
 
-use crate::decode::kmsg::xid::{self, XidInfo};
+use crate::decode::nvidia::{self, ThrottleReasons, XidInfo};
 
 /// The series kept per stream at most; past it the memory starts over (a change may then
 /// be reported twice, never missed).
@@ -45,7 +45,10 @@ pub enum Change {
     },
     /// The slowdown bits of the throttle mask changed (to nonzero: `clock_throttle`;
     /// to zero: `clock_throttle_cleared`).
-    Throttle { mask: u64, previous: Option<u64> },
+    Throttle {
+        mask: ThrottleReasons,
+        previous: Option<u64>,
+    },
 }
 
 impl Change {
@@ -53,7 +56,7 @@ impl Change {
     pub fn kind(&self) -> &'static str {
         match self {
             Change::Xid { .. } => "xid",
-            Change::Throttle { mask, .. } if xid::slowdown_bits(*mask) != 0 => "clock_throttle",
+            Change::Throttle { mask, .. } if mask.slowdown_bits() != 0 => "clock_throttle",
             Change::Throttle { .. } => "clock_throttle_cleared",
         }
     }
@@ -62,7 +65,7 @@ impl Change {
     pub fn severity(&self) -> Severity {
         match self {
             Change::Xid { info, .. } => info.severity,
-            Change::Throttle { mask, .. } => xid::throttle_class(*mask).1,
+            Change::Throttle { mask, .. } => mask.class().1,
         }
     }
 }
@@ -98,7 +101,7 @@ impl StateMemory {
         let raw = value as u64;
         let state = match gauge {
             StateGauge::Xid => raw,
-            StateGauge::Throttle => xid::slowdown_bits(raw),
+            StateGauge::Throttle => ThrottleReasons(raw).slowdown_bits(),
         };
         self.key.clear();
         self.key
@@ -129,12 +132,12 @@ impl StateMemory {
                 let code = u32::try_from(state).ok()?;
                 Some(Change::Xid {
                     code,
-                    info: xid::xid_info(code),
+                    info: nvidia::xid_info(code),
                     previous,
                 })
             }
             StateGauge::Throttle if state != 0 || previous.is_some() => Some(Change::Throttle {
-                mask: raw,
+                mask: ThrottleReasons(raw),
                 previous,
             }),
             _ => None,
@@ -182,7 +185,7 @@ mod tests {
         assert_eq!(
             c,
             Change::Throttle {
-                mask: 0x41,
+                mask: ThrottleReasons(0x41),
                 previous: Some(0)
             }
         );
