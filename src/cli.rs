@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 
@@ -146,8 +145,8 @@ pub struct SqlArgs {
     pub format: whyslow_queries::OutputFormat,
     /// The most memory a query may hold for sorts, aggregations and joins (e.g. 4GiB,
     /// 512MiB); past it a query spills to disk or fails with a clear message.
-    #[arg(long = "memory-limit", default_value = "4GiB")]
-    pub memory_limit: String,
+    #[arg(long = "memory-limit", default_value = "4GiB", value_parser = whyslow_queries::parse_size)]
+    pub memory_limit: usize,
 }
 
 #[derive(Debug, Args)]
@@ -159,11 +158,11 @@ pub struct ReportArgs {
     #[arg(long)]
     pub run: Option<String>,
     /// Window start (RFC 3339 or relative, e.g. -2h).
-    #[arg(long, allow_hyphen_values = true)]
-    pub from: Option<String>,
+    #[arg(long, allow_hyphen_values = true, value_parser = cli_time)]
+    pub from: Option<i64>,
     /// Window end (RFC 3339 or relative).
-    #[arg(long, allow_hyphen_values = true)]
-    pub to: Option<String>,
+    #[arg(long, allow_hyphen_values = true, value_parser = cli_time)]
+    pub to: Option<i64>,
     /// The report's format (html: one self-contained file).
     #[arg(long, default_value = "md", value_parser = one_of::<whyslow_analyzers::report::Format>(whyslow_analyzers::report::Format::NAMES))]
     pub format: whyslow_analyzers::report::Format,
@@ -173,7 +172,7 @@ pub struct ReportArgs {
     /// Also save the verdicts into the store's slowdowns and causes tables (the whole
     /// store only; written only when they changed, as `replay` does). Without it the
     /// report only reads the store.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["workload", "namespace", "run", "from", "to"])]
     pub persist: bool,
 }
 
@@ -193,39 +192,39 @@ pub struct HintArgs {
     #[arg(long)]
     pub pod: Option<String>,
     /// Time for records that carry none (RFC 3339 or relative, e.g. -2h).
-    #[arg(long, allow_hyphen_values = true)]
-    pub time: Option<String>,
+    #[arg(long, allow_hyphen_values = true, value_parser = cli_time)]
+    pub time: Option<i64>,
     /// Boot time for kernel records stamped relative to boot (RFC 3339 or relative).
-    #[arg(long, allow_hyphen_values = true)]
-    pub boot_time: Option<String>,
+    #[arg(long, allow_hyphen_values = true, value_parser = cli_time)]
+    pub boot_time: Option<i64>,
 }
 
 impl HintArgs {
-    /// The decoder hints, with the times parsed (relative ones against now).
-    fn into_hints(self) -> Result<whyslow_ingest::decode::Hints> {
-        let now = whyslow_ingest::time::now_ns();
-        let time = |flag: &str, v: Option<String>| {
-            v.map(|s| {
-                whyslow_ingest::time::parse_cli_time(&s, now).map_err(|e| {
-                    usage(format!(
-                        "--{flag}: {e} (expected RFC 3339 or relative like -2h)"
-                    ))
-                })
-            })
-            .transpose()
-        };
-        Ok(whyslow_ingest::decode::Hints {
+    /// The decoder hints.
+    fn into_hints(self) -> whyslow_ingest::decode::Hints {
+        whyslow_ingest::decode::Hints {
             path: None,
             node: self.node,
             namespace: self.namespace,
             pod: self.pod,
             cluster: self.cluster,
-            default_time_ns: time("time", self.time)?,
-            boot_time_ns: time("boot-time", self.boot_time)?,
+            default_time_ns: self.time,
+            boot_time_ns: self.boot_time,
             record_time_ns: None,
-        })
+        }
     }
 }
+
+/// A time flag (`--from`, `--to`, `--time`, `--boot-time`): RFC 3339 or relative to now
+/// (e.g. -2h), in nanoseconds since the epoch.
+fn cli_time(s: &str) -> Result<i64, BadCliTime> {
+    whyslow_ingest::time::parse_cli_time(s, whyslow_ingest::time::now_ns()).map_err(BadCliTime)
+}
+
+/// A time flag's value that is no time.
+#[derive(Debug, thiserror::Error)]
+#[error("{0} (expected RFC 3339 or relative like -2h)")]
+struct BadCliTime(#[source] whyslow_ingest::time::BadTime);
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
@@ -248,10 +247,138 @@ pub struct ReplayArgs {
     pub hints: HintArgs,
 }
 
-/// A usage error found after parsing (a bad time, format or parameter): exit code 2.
+/// Why a command failed. Every usage error (clap's and the library crates' alike) is
+/// [`Error::Usage`]: exit code 2; the rest are failures: exit code 1. A library crate's
+/// error becomes one or the other as it converts (its `is_usage`), keeping its chain.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
+pub enum Error {
+    /// The command line asks for something impossible.
+    #[error(transparent)]
+    Usage(Box<dyn std::error::Error + Send + Sync>),
+    /// Ingesting, reading the store or running a stream worker failed.
+    #[error(transparent)]
+    Ingest(whyslow_ingest::Error),
+    /// A query failed.
+    #[error(transparent)]
+    Queries(whyslow_queries::Error),
+    /// Analyzing, reporting, replaying or publishing incidents failed.
+    #[error(transparent)]
+    Analyzers(whyslow_analyzers::Error),
+    /// The async runtime could not start.
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// Inputs of `whyslow ingest` could not be read (each is named on stderr).
+    #[error("{0} input(s) could not be read; the others were ingested")]
+    Unread(usize),
+}
+
+impl Error {
+    /// A usage error saying `e`.
+    pub fn usage(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Error::Usage(e.into())
+    }
+
+    /// Whether this is a usage error.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, Error::Usage(_))
+    }
+
+    /// The exit code of `contracts/cli.md`: 2 for bad usage, else 1.
+    pub fn exit_code(&self) -> u8 {
+        if self.is_usage() { 2 } else { 1 }
+    }
+}
+
+impl From<clap::Error> for Error {
+    fn from(e: clap::Error) -> Self {
+        Error::usage(CommandLine(e))
+    }
+}
+
+impl From<whyslow_ingest::Error> for Error {
+    fn from(e: whyslow_ingest::Error) -> Self {
+        if e.is_usage() {
+            Error::usage(e)
+        } else {
+            Error::Ingest(e)
+        }
+    }
+}
+
+impl From<whyslow_queries::Error> for Error {
+    fn from(e: whyslow_queries::Error) -> Self {
+        if e.is_usage() {
+            Error::usage(e)
+        } else {
+            Error::Queries(e)
+        }
+    }
+}
+
+impl From<whyslow_analyzers::Error> for Error {
+    fn from(e: whyslow_analyzers::Error) -> Self {
+        if e.is_usage() {
+            Error::usage(e)
+        } else {
+            Error::Analyzers(e)
+        }
+    }
+}
+
+/// `?` on a library module's error goes through its crate's error type, which tells
+/// usage errors apart.
+macro_rules! through_crate_error {
+    ($krate:ty: $($module:ty),+) => {$(
+        impl From<$module> for Error {
+            fn from(e: $module) -> Self {
+                <$krate>::from(e).into()
+            }
+        }
+    )+};
+}
+
+through_crate_error!(whyslow_ingest::Error:
+    whyslow_ingest::run::IngestError,
+    whyslow_ingest::stream::StreamError,
+    whyslow_ingest::stream::OptionError
+);
+through_crate_error!(whyslow_analyzers::Error:
+    whyslow_analyzers::AnalyzeError,
+    whyslow_analyzers::replay::ReplayError,
+    whyslow_analyzers::live::alertmanager::AlertError
+);
+
+/// A command line clap refused, in one sentence: clap's first paragraph (what is wrong,
+/// and the values that would do) on one line.
+#[derive(Debug)]
+pub struct CommandLine(clap::Error);
+
+impl std::fmt::Display for CommandLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = self.0.render().to_string();
+        let first = text.split("\n\n").next().unwrap_or_default();
+        let sentence: Vec<&str> = first.lines().map(str::trim).collect();
+        let sentence = sentence.join(" ");
+        f.write_str(sentence.strip_prefix("error: ").unwrap_or(&sentence))
+    }
+}
+
+impl std::error::Error for CommandLine {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+/// A multi-threaded runtime for the async library calls.
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)
+}
+
+/// The commands' result.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Runs the chosen command.
 pub fn dispatch(cli: Cli) -> Result<()> {
@@ -260,34 +387,23 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Command::Ingest(args) => ingest(store, args),
         Command::Stream(args) => stream(store, args),
         Command::Sql(a) => {
-            let usage = |e: whyslow_queries::QueryError| -> anyhow::Error {
-                if e.is_usage() {
-                    UsageError(e.to_string()).into()
-                } else {
-                    anyhow::Error::new(e)
-                }
-            };
-            let memory_limit = whyslow_queries::parse_size(&a.memory_limit).map_err(usage)?;
             let cmd = whyslow_queries::SqlCommand {
                 store,
                 query: a.query,
                 file: a.file,
                 params: a.params,
                 format: a.format,
-                memory_limit: Some(memory_limit),
+                memory_limit: Some(a.memory_limit),
             };
-            whyslow_queries::run_sql(&cmd, &mut std::io::stdout().lock()).map_err(usage)
+            Ok(whyslow_queries::run_sql(
+                &cmd,
+                &mut std::io::stdout().lock(),
+            )?)
         }
         Command::Report(args) => report(store, args),
-        Command::Demo => {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()?;
-            runtime.block_on(whyslow_analyzers::command::run_demo(
-                &mut std::io::stdout().lock(),
-            ))?;
-            Ok(())
-        }
+        Command::Demo => Ok(runtime()?.block_on(whyslow_analyzers::command::run_demo(
+            &mut std::io::stdout().lock(),
+        ))?),
         Command::Replay(args) => replay(store, args),
     }
 }
@@ -295,39 +411,20 @@ pub fn dispatch(cli: Cli) -> Result<()> {
 /// `whyslow report`: analyzes the store (or the selection) and prints or writes the report.
 fn report(store: PathBuf, args: ReportArgs) -> Result<()> {
     use whyslow_analyzers::command::{ReportRequest, run_report};
-    let bad = |e: &dyn std::fmt::Display| anyhow::Error::new(UsageError(e.to_string()));
-    let now = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
-    let time = |t: &Option<String>| -> Result<Option<i64>> {
-        t.as_deref()
-            .map(|t| whyslow_ingest::time::parse_cli_time(t, now).map_err(|e| bad(&e)))
-            .transpose()
-    };
-    let selection = whyslow_analyzers::Selection {
-        namespace: args.namespace,
-        workload: args.workload,
-        run_id: args.run,
-        from_ns: time(&args.from)?,
-        to_ns: time(&args.to)?,
-    };
-    let persist = args.persist;
-    if persist && selection != whyslow_analyzers::Selection::default() {
-        return Err(bad(
-            &"--persist saves the analysis of the whole store: drop --workload, --namespace, \
-              --run, --from and --to",
-        ));
-    }
     let req = ReportRequest {
         store,
-        selection,
+        selection: whyslow_analyzers::Selection {
+            namespace: args.namespace,
+            workload: args.workload,
+            run_id: args.run,
+            from_ns: args.from,
+            to_ns: args.to,
+        },
         format: args.format,
         output: args.output,
-        persist,
+        persist: args.persist,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(run_report(&req))?;
-    Ok(())
+    Ok(runtime()?.block_on(run_report(&req))?)
 }
 
 /// `whyslow replay`: retries dead letters, rebuilds slowdowns and causes, prints what changed.
@@ -338,17 +435,10 @@ fn replay(store: PathBuf, a: ReplayArgs) -> Result<()> {
     req.derived = !a.dead_letters_only;
     req.redecode.retry_format = a.retry_format;
     req.redecode.source_prefix = a.source;
-    req.redecode.hints = a.hints.into_hints()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    let summary = runtime.block_on(run_replay(&req))?;
+    req.redecode.hints = a.hints.into_hints();
+    let summary = runtime()?.block_on(run_replay(&req))?;
     print!("{}", render(&summary));
     Ok(())
-}
-
-fn usage<E: std::fmt::Display>(e: E) -> anyhow::Error {
-    UsageError(e.to_string()).into()
 }
 
 fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
@@ -356,37 +446,36 @@ fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
     use whyslow_ingest::stream;
     let mut opts = args.worker;
     opts.store = store.clone();
-    opts.read_kafka_config_file().map_err(usage)?;
+    opts.read_kafka_config_file()?;
     let live: Option<Box<dyn stream::CommitObserver>> = match args.analysis_window {
         None => None,
         Some(window) => {
             let mut live = LiveOptions::new(store);
             live.window = window;
             if let Some(command) = &args.on_incident {
-                whyslow_analyzers::live::hook::argv(command).map_err(usage)?;
+                whyslow_analyzers::live::hook::argv(command).map_err(Error::usage)?;
             }
             live.on_incident = args.on_incident;
             live.alertmanager = args
                 .alertmanager
                 .as_deref()
                 .map(whyslow_analyzers::live::alertmanager::Alertmanager::new)
-                .transpose()
-                .map_err(usage)?;
+                .transpose()?;
             live.publisher = match &args.incidents_topic {
-                Some(topic) => Some(whyslow_analyzers::live::publisher::IncidentPublisher::new(
-                    &opts.brokers,
-                    topic,
-                    &opts.kafka_config,
-                )?),
+                Some(topic) => Some(
+                    whyslow_analyzers::live::publisher::IncidentPublisher::new(
+                        &opts.brokers,
+                        topic,
+                        &opts.kafka_config,
+                    )
+                    .map_err(whyslow_analyzers::Error::from)?,
+                ),
                 None => None,
             };
             Some(Box::new(LiveAnalyzer::start(live)?))
         }
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    let summary = runtime.block_on(stream::run(
+    let summary = runtime()?.block_on(stream::run(
         opts,
         |format| whyslow_ingest::run::decoder_for(format).ok(),
         live,
@@ -424,47 +513,102 @@ async fn shutdown_signal() {
 /// stderr and make the exit code 1 after the others were ingested.
 fn ingest(store: PathBuf, a: IngestArgs) -> Result<()> {
     use std::io::IsTerminal;
-    use whyslow_ingest::run::{IngestError, IngestOptions};
+    use whyslow_ingest::run::IngestOptions;
 
     let mut opts = IngestOptions::new(store, a.paths, a.format);
-    opts.hints = a.hints.into_hints()?;
+    opts.hints = a.hints.into_hints();
     opts.progress = !a.no_progress && std::io::stderr().is_terminal();
-    let summary = whyslow_ingest::run::ingest(&opts).map_err(|e| match e {
-        IngestError::Unsupported(_) => anyhow::Error::new(UsageError(e.to_string())),
-        e => anyhow::Error::new(e),
-    })?;
+    let summary = whyslow_ingest::run::ingest(&opts)?;
     print!("{}", summary.render());
     for f in &summary.failures {
         eprintln!("whyslow: {f}.");
     }
     match summary.failures.len() {
         0 => Ok(()),
-        n => anyhow::bail!("{n} input(s) could not be read; the others were ingested"),
+        n => Err(Error::Unread(n)),
     }
 }
 
-/// Exit code of `contracts/cli.md` for an error: 2 for bad usage, else 1.
-pub fn exit_code(e: &anyhow::Error) -> u8 {
-    if e.chain().any(|c| c.is::<UsageError>()) {
-        2
-    } else {
-        1
-    }
-}
-
-/// The error as one sentence: its own message and, where the cause adds something,
-/// the cause after a colon.
-pub fn one_sentence(e: &anyhow::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for c in e.chain() {
-        let s = c.to_string();
-        if !parts.iter().any(|p| p.contains(&s)) {
-            parts.push(s);
-        }
-    }
-    let mut s = parts.join(": ");
-    if !s.ends_with(['.', '?', '!']) {
+/// The error as one sentence (each library error's message already names its cause);
+/// a usage error points to `--help`.
+pub fn one_sentence(e: &Error) -> String {
+    let mut s = e.to_string();
+    if e.is_usage() {
+        s.push_str(" (see --help)");
+    } else if !s.ends_with(['.', '?', '!']) {
         s.push('.');
     }
     s
+}
+
+/// The causes below `e`'s message that it does not already say, outermost first (for
+/// `-v`).
+pub fn causes(e: &Error) -> Vec<String> {
+    let mut said = e.to_string();
+    let mut out = Vec::new();
+    let mut next = std::error::Error::source(e);
+    while let Some(c) = next {
+        let text = c.to_string();
+        if !said.contains(&text) {
+            said.push_str(&text);
+            out.push(text);
+        }
+        next = c.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli> {
+        Ok(Cli::try_parse_from(
+            std::iter::once("whyslow").chain(args.iter().copied()),
+        )?)
+    }
+
+    #[test]
+    fn clap_and_library_usage_errors_are_one_kind() {
+        let clap = parse(&["report", "--persist", "--namespace", "ml"]).unwrap_err();
+        let time = parse(&["ingest", "--time", "yesterday", "x"]).unwrap_err();
+        let query = Error::from(whyslow_queries::QueryError::Usage("no SQL".into()));
+        let option = Error::from(whyslow_ingest::stream::OptionError::Property("x".into()));
+        let url = Error::from(whyslow_analyzers::live::alertmanager::AlertError::Url(
+            "ftp://x".into(),
+        ));
+        for e in [&clap, &time, &query, &option, &url] {
+            assert_eq!(e.exit_code(), 2, "{e}");
+            let s = one_sentence(e);
+            assert!(s.ends_with(" (see --help)") && !s.contains('\n'), "{s}");
+        }
+        assert!(one_sentence(&time).contains("unreadable time 'yesterday'"));
+    }
+
+    #[test]
+    fn failures_keep_their_chain() {
+        let io = std::io::Error::other("disk gone");
+        let store = whyslow_ingest::store::StoreError::Io {
+            op: "read",
+            path: "/s/_log".into(),
+            source: io,
+        };
+        let e = Error::from(whyslow_analyzers::AnalyzeError::store(
+            std::path::Path::new("/s"),
+            store,
+        ));
+        assert_eq!(e.exit_code(), 1);
+        assert_eq!(
+            one_sentence(&e),
+            "store /s: cannot read /s/_log: disk gone."
+        );
+        let mut chain = 0;
+        let mut next = std::error::Error::source(&e);
+        while let Some(c) = next {
+            chain += 1;
+            next = c.source();
+        }
+        assert!(chain >= 2, "the store error and its I/O error are kept");
+        assert!(causes(&e).is_empty(), "the message already says them");
+    }
 }

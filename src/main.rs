@@ -9,32 +9,31 @@ use clap::Parser;
 fn main() -> ExitCode {
     let args = match cli::Cli::try_parse() {
         Ok(a) => a,
-        Err(e) if e.use_stderr() => {
-            // A usage error in one sentence, like every other (exit 2): clap's first
-            // paragraph (what is wrong, and the values that would do) on one line.
-            let text = e.render().to_string();
-            let first = text.split("\n\n").next().unwrap_or_default();
-            let sentence: Vec<&str> = first.lines().map(str::trim).collect();
-            let sentence = sentence.join(" ");
-            let sentence = sentence.strip_prefix("error: ").unwrap_or(&sentence);
-            eprintln!("whyslow: {sentence} (see --help)");
-            return ExitCode::from(2);
-        }
+        Err(e) if e.use_stderr() => return fail(&cli::Error::from(e), 0),
         Err(e) => {
             // Help and version, to stdout.
             let _ = e.print();
             return ExitCode::SUCCESS;
         }
     };
-    init_tracing(args.verbose, args.log_format == "json");
+    let verbose = args.verbose;
+    init_tracing(verbose, args.log_format == "json");
     match cli::dispatch(args) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            let code = cli::exit_code(&e);
-            eprintln!("whyslow: {}", cli::one_sentence(&e));
-            ExitCode::from(code)
+        Err(e) => fail(&e, verbose),
+    }
+}
+
+/// Every error, clap's included, ends here: one sentence on stderr (with `-v`, the causes
+/// below it, one a line) and the exit code, 2 for a usage error and 1 for the rest.
+fn fail(e: &cli::Error, verbose: u8) -> ExitCode {
+    eprintln!("whyslow: {}", cli::one_sentence(e));
+    if verbose > 0 {
+        for cause in cli::causes(e) {
+            eprintln!("  caused by: {cause}");
         }
     }
+    ExitCode::from(e.exit_code())
 }
 
 fn init_tracing(verbose: u8, json: bool) {

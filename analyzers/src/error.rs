@@ -1,9 +1,44 @@
-//! The analyzers' error type.
+//! The analyzers' error types: [`AnalyzeError`] for analyzing and reporting, and
+//! [`Error`], the crate's one error type, that every module's error converts into with
+//! `?`, keeping its source chain.
 
-use thiserror::Error;
+use whyslow_ingest::redecode::RedecodeError;
+
+use crate::live::alertmanager::AlertError;
+use crate::replay::ReplayError;
+
+/// Any error of whyslow-analyzers. Each variant is a module's own error, shown as it is.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Analyzing a store or writing its report failed.
+    #[error(transparent)]
+    Analyze(#[from] AnalyzeError),
+    /// A replay failed.
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+    /// Alertmanager's URL is unusable or it did not take a request.
+    #[error(transparent)]
+    Alertmanager(#[from] AlertError),
+    /// The incident publisher's Kafka producer could not be created.
+    #[error("cannot create the incident publisher: {0}")]
+    Publisher(#[from] rdkafka::error::KafkaError),
+}
+
+impl Error {
+    /// Whether the caller asked for something impossible (exit code 2 in the CLI) rather
+    /// than something failing while it ran.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            Error::Analyze(e) | Error::Replay(ReplayError::Analyze(e)) => e.is_usage(),
+            Error::Replay(ReplayError::Redecode(RedecodeError::NoDecoder(_))) => true,
+            Error::Alertmanager(AlertError::Url(_)) => true,
+            Error::Replay(_) | Error::Alertmanager(_) | Error::Publisher(_) => false,
+        }
+    }
+}
 
 /// What can go wrong while analyzing a store or writing a report.
-#[derive(Debug, Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum AnalyzeError {
     /// A query or view failed; names the SQL file.
     #[error("SQL {file} failed: {source}")]
@@ -26,9 +61,16 @@ pub enum AnalyzeError {
         #[source]
         source: arrow::error::ArrowError,
     },
-    /// The store could not be read or written.
+    /// The store could not be read or written, for the reason `detail`.
     #[error("store {path}: {detail}")]
     Store { path: String, detail: String },
+    /// Opening, reading or writing the store failed (the failure is the source).
+    #[error("store {path}: {source}")]
+    StoreFailed {
+        path: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The store cannot be written (read-only filesystem, no permission): what was read
     /// from it stands, only saving into it failed.
     #[error("store {path} is read-only: {detail}")]
@@ -45,12 +87,20 @@ pub enum AnalyzeError {
 }
 
 impl AnalyzeError {
-    /// The store at `path` could not be read or written, for the reason `detail`.
-    pub fn store(path: &std::path::Path, detail: impl std::fmt::Display) -> Self {
-        AnalyzeError::Store {
+    /// The store at `path` could not be opened, read or written: `source` says why.
+    pub fn store(
+        path: &std::path::Path,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        AnalyzeError::StoreFailed {
             path: path.display().to_string(),
-            detail: detail.to_string(),
+            source: source.into(),
         }
+    }
+
+    /// Whether the request was impossible (a usage error) rather than failing while it ran.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, AnalyzeError::Usage(_))
     }
 }
 

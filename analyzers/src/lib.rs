@@ -22,5 +22,5 @@ pub mod sql;
 pub mod symptoms;
 
 pub use analyze::{Analysis, Finding, Selection, analyze};
-pub use error::{AnalyzeError, Result};
+pub use error::{AnalyzeError, Error, Result};
 pub use symptoms::DetectorConfig;

@@ -471,10 +471,7 @@ fn change_line(c: &SlowdownChange) -> String {
 async fn session(store: &std::path::Path) -> Result<SessionContext, AnalyzeError> {
     whyslow_queries::open_session(store)
         .await
-        .map_err(|e| AnalyzeError::Store {
-            path: store.display().to_string(),
-            detail: e.to_string(),
-        })
+        .map_err(|e| AnalyzeError::store(store, e))
 }
 
 #[cfg(test)]

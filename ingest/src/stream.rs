@@ -34,6 +34,7 @@ pub enum StreamError {
     #[error("cannot serve metrics on {addr}: {source}")]
     MetricsEndpoint {
         addr: String,
+        #[source]
         source: std::io::Error,
     },
 }

@@ -1,22 +1,28 @@
-//! The error type of the queries crate, and the line between bad usage and runtime failure.
+//! The error type of the queries crate (`whyslow_queries::Error`: every module's errors
+//! are its variants, with their sources kept), and the line between bad usage and
+//! runtime failure.
 
 use datafusion::error::DataFusionError;
+use whyslow_ingest::store::StoreError;
 
-/// Why a query or a session could not be run.
+/// Why a query or a session could not be run. A DataFusion error is kept as the source;
+/// the message says it in one line (the root cause's first line, without DataFusion's
+/// prefixes).
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
     /// The SQL text does not parse.
-    #[error("SQL syntax error: {0}")]
-    Syntax(String),
+    #[error("SQL syntax error: {}", syntax_message(.0))]
+    Syntax(#[source] DataFusionError),
     /// A statement that could write, change the session or read outside the store.
     #[error(
         "whyslow sql is read-only: {0} is refused; only queries (SELECT, WITH, EXPLAIN, \
          DESCRIBE, SHOW) run over the store"
     )]
     Refused(String),
-    /// The SQL parses but names something that does not exist or mixes types badly.
-    #[error("SQL error: {0}")]
-    Plan(String),
+    /// The SQL parses but names something that does not exist, mixes types badly or
+    /// needs what DataFusion does not support.
+    #[error("SQL error: {}", plan_message(.0))]
+    Plan(#[source] DataFusionError),
     /// A bad argument: parameter, output format, query file.
     #[error("{0}")]
     Usage(String),
@@ -30,30 +36,33 @@ pub enum QueryError {
         source: std::io::Error,
     },
     /// An embedded or registered SQL file does not run.
-    #[error("the SQL file {file} does not run: {message}")]
+    #[error("the SQL file {file} does not run: {source}")]
     SqlFile {
         /// The file's name.
         file: String,
         /// Why.
-        message: String,
+        #[source]
+        source: Box<QueryError>,
     },
     /// The store could not be opened.
-    #[error("cannot open the store at {path}: {message}")]
+    #[error("cannot open the store at {path}: {source}")]
     Store {
         /// The store root.
         path: String,
         /// What went wrong.
-        message: String,
+        #[source]
+        source: StoreError,
     },
     /// The query needed more memory than the session's pool allows.
     #[error(
-        "the query needs more memory than its limit allows ({0}); raise --memory-limit or \
-         narrow the query (a shorter time range, fewer columns, a LIMIT)"
+        "the query needs more memory than its limit allows ({}); raise --memory-limit or \
+         narrow the query (a shorter time range, fewer columns, a LIMIT)",
+        root_line(.0)
     )]
-    MemoryLimit(String),
+    MemoryLimit(#[source] DataFusionError),
     /// A failure while executing the query (reading Parquet, computing).
     #[error("query failed: {0}")]
-    Execution(DataFusionError),
+    Execution(#[source] DataFusionError),
 }
 
 impl QueryError {
@@ -82,27 +91,42 @@ impl From<DataFusionError> for QueryError {
     /// [`QueryError::Plan`], the rest [`QueryError::Execution`].
     fn from(e: DataFusionError) -> Self {
         match e.find_root() {
-            DataFusionError::SQL(p, _) => QueryError::Syntax(strip_prefix(&p.to_string())),
-            DataFusionError::Plan(m) => QueryError::Plan(first_line(m)),
-            DataFusionError::SchemaError(s, _) => QueryError::Plan(first_line(&s.to_string())),
-            DataFusionError::NotImplemented(m) => {
-                QueryError::Plan(format!("not supported: {}", first_line(m)))
-            }
-            DataFusionError::ResourcesExhausted(m) => QueryError::MemoryLimit(first_line(m)),
+            DataFusionError::SQL(..) => QueryError::Syntax(e),
+            DataFusionError::Plan(_)
+            | DataFusionError::SchemaError(..)
+            | DataFusionError::NotImplemented(_) => QueryError::Plan(e),
+            DataFusionError::ResourcesExhausted(_) => QueryError::MemoryLimit(e),
             _ => QueryError::Execution(e),
         }
     }
 }
 
-fn first_line(s: &str) -> String {
-    s.lines().next().unwrap_or_default().trim().to_string()
+/// The first line of the root cause's own text (without DataFusion's "Error during
+/// planning: " and the like).
+fn root_line(e: &DataFusionError) -> String {
+    let text = match e.find_root() {
+        DataFusionError::SQL(p, _) => p.to_string(),
+        DataFusionError::Plan(m)
+        | DataFusionError::NotImplemented(m)
+        | DataFusionError::ResourcesExhausted(m) => m.clone(),
+        DataFusionError::SchemaError(s, _) => s.to_string(),
+        root => root.to_string(),
+    };
+    text.lines().next().unwrap_or_default().trim().to_string()
 }
 
-fn strip_prefix(s: &str) -> String {
-    let s = first_line(s);
+fn syntax_message(e: &DataFusionError) -> String {
+    let s = root_line(e);
     s.strip_prefix("sql parser error: ")
         .map(str::to_string)
         .unwrap_or(s)
+}
+
+fn plan_message(e: &DataFusionError) -> String {
+    match e.find_root() {
+        DataFusionError::NotImplemented(_) => format!("not supported: {}", root_line(e)),
+        _ => root_line(e),
+    }
 }
 
 #[cfg(test)]
@@ -122,5 +146,19 @@ mod tests {
         let exec: QueryError = DataFusionError::Execution("disk".into()).into();
         assert!(!exec.is_usage());
         assert!(!QueryError::io("reading x.sql", std::io::Error::other("gone")).is_usage());
+    }
+
+    #[test]
+    fn messages_say_the_root_cause_in_one_line_and_keep_it_as_the_source() {
+        use std::error::Error;
+        let ctx = DataFusionError::Context(
+            "while planning".into(),
+            Box::new(DataFusionError::Plan("table 'x' not found\nmore".into())),
+        );
+        let e = QueryError::from(ctx);
+        assert_eq!(e.to_string(), "SQL error: table 'x' not found");
+        assert!(e.source().is_some_and(|s| s.is::<DataFusionError>()));
+        let e = QueryError::from(DataFusionError::NotImplemented("LATERAL".into()));
+        assert_eq!(e.to_string(), "SQL error: not supported: LATERAL");
     }
 }

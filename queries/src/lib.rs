@@ -25,6 +25,8 @@ pub mod time_range;
 
 pub use embedded::{incident_query, sql_dir, sql_file};
 pub use error::QueryError;
+/// The crate's one error type (also named [`QueryError`]).
+pub use error::QueryError as Error;
 pub use output::{OutputFormat, write_output};
 pub use params::Params;
 pub use segments::{Segment, SegmentList, SegmentSource};

@@ -110,7 +110,7 @@ pub async fn register_sql_files<'a>(
         {
             return Err(QueryError::SqlFile {
                 file: name.to_string(),
-                message: e.to_string(),
+                source: Box::new(e),
             });
         }
         pending = failed;

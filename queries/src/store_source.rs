@@ -37,9 +37,9 @@ pub async fn open_session_limited(
     store_root: &Path,
     memory_limit: Option<usize>,
 ) -> Result<SessionContext, QueryError> {
-    let store = Store::open(store_root).map_err(|e| QueryError::Store {
+    let store = Store::open(store_root).map_err(|source| QueryError::Store {
         path: store_root.display().to_string(),
-        message: e.to_string(),
+        source,
     })?;
     session_over_limited(&store, memory_limit).await
 }

@@ -34,8 +34,35 @@ pub enum AlertError {
         "--alertmanager '{0}' is not an http:// URL of Alertmanager (e.g. http://alertmanager:9093)"
     )]
     Url(String),
-    #[error("Alertmanager at {url}: {reason}")]
-    Request { url: String, reason: String },
+    #[error("Alertmanager at {url}: {source}")]
+    Request {
+        url: String,
+        #[source]
+        source: RequestError,
+    },
+}
+
+/// What went wrong in one request to Alertmanager.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    /// No connection (refused, unreachable, reset).
+    #[error("{0}")]
+    Connect(#[source] std::io::Error),
+    /// The HTTP exchange failed.
+    #[error("{0}")]
+    Http(#[source] hyper::Error),
+    /// The request could not be built.
+    #[error("{0}")]
+    Build(#[source] hyper::http::Error),
+    /// Alertmanager answered with an error status.
+    #[error("answered {status}: {body}")]
+    Status { status: StatusCode, body: String },
+    /// Its answer is not the JSON of its API.
+    #[error("{0}")]
+    Json(#[source] serde_json::Error),
+    /// It did not answer in time.
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
 }
 
 /// One alert of the v2 API (`postableAlert`).
@@ -175,7 +202,10 @@ impl Alertmanager {
         let body = serde_json::to_vec(alerts).unwrap_or_default();
         let (status, text) = self.request(Method::POST, &self.alerts_path, body).await?;
         if status != StatusCode::OK {
-            return Err(self.failed(format!("answered {status}: {}", text.trim())));
+            return Err(self.failed(RequestError::Status {
+                status,
+                body: text.trim().to_string(),
+            }));
         }
         Ok(())
     }
@@ -186,15 +216,18 @@ impl Alertmanager {
             .request(Method::GET, &self.alerts_path, Vec::new())
             .await?;
         if status != StatusCode::OK {
-            return Err(self.failed(format!("answered {status}: {}", text.trim())));
+            return Err(self.failed(RequestError::Status {
+                status,
+                body: text.trim().to_string(),
+            }));
         }
-        serde_json::from_str(&text).map_err(|e| self.failed(e.to_string()))
+        serde_json::from_str(&text).map_err(|e| self.failed(RequestError::Json(e)))
     }
 
-    fn failed(&self, reason: String) -> AlertError {
+    fn failed(&self, source: RequestError) -> AlertError {
         AlertError::Request {
             url: format!("http://{}{}", self.authority, self.alerts_path),
-            reason,
+            source,
         }
     }
 
@@ -208,10 +241,10 @@ impl Alertmanager {
         let exchange = async {
             let stream = tokio::net::TcpStream::connect(&self.host)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(RequestError::Connect)?;
             let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(RequestError::Http)?;
             tokio::spawn(conn);
             let req = Request::builder()
                 .method(method)
@@ -219,20 +252,20 @@ impl Alertmanager {
                 .header(hyper::header::HOST, &self.authority)
                 .header(hyper::header::CONTENT_TYPE, "application/json")
                 .body(Full::new(Bytes::from(body)))
-                .map_err(|e| e.to_string())?;
-            let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
+                .map_err(RequestError::Build)?;
+            let resp = sender.send_request(req).await.map_err(RequestError::Http)?;
             let status = resp.status();
             let bytes = resp
                 .into_body()
                 .collect()
                 .await
-                .map_err(|e| e.to_string())?
+                .map_err(RequestError::Http)?
                 .to_bytes();
-            Ok::<_, String>((status, String::from_utf8_lossy(&bytes).into_owned()))
+            Ok::<_, RequestError>((status, String::from_utf8_lossy(&bytes).into_owned()))
         };
         match tokio::time::timeout(REQUEST_TIMEOUT, exchange).await {
             Ok(r) => r.map_err(|e| self.failed(e)),
-            Err(_) => Err(self.failed(format!("no answer within {REQUEST_TIMEOUT:?}"))),
+            Err(_) => Err(self.failed(RequestError::Timeout(REQUEST_TIMEOUT))),
         }
     }
 }

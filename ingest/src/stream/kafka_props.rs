@@ -35,9 +35,9 @@ pub fn parse_property(spec: &str) -> Result<(String, String), OptionError> {
 /// Reads a librdkafka properties file: one `key=value` a line, blank lines and lines
 /// starting with `#` or `!` skipped (the Java properties comments kcat's `-F` accepts).
 pub fn read_properties_file(path: &Path) -> Result<Vec<(String, String)>, OptionError> {
-    let text = std::fs::read_to_string(path).map_err(|e| OptionError::PropertiesFile {
+    let text = std::fs::read_to_string(path).map_err(|source| OptionError::PropertiesFile {
         path: path.display().to_string(),
-        reason: e.to_string(),
+        source,
     })?;
     parse_properties(&text).map_err(|(line, text)| OptionError::PropertiesLine {
         path: path.display().to_string(),

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use crate::decode::{Format, UnknownFormat};
 
-/// A flag value that could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// A flag value that could not be read (a usage error).
+#[derive(Debug, thiserror::Error)]
 pub enum OptionError {
     #[error("--topic '{0}' names no topic (expected NAME or NAME=FORMAT)")]
     EmptyTopic(String),
@@ -16,8 +16,12 @@ pub enum OptionError {
     Duration(String),
     #[error("-X '{0}' is not a Kafka client property (expected KEY=VALUE)")]
     Property(String),
-    #[error("cannot read the Kafka client properties file {path}: {reason}")]
-    PropertiesFile { path: String, reason: String },
+    #[error("cannot read the Kafka client properties file {path}: {source}")]
+    PropertiesFile {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{path}:{line}: '{text}' is not a Kafka client property (expected KEY=VALUE)")]
     PropertiesLine {
         path: String,
