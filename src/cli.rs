@@ -477,7 +477,7 @@ fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
     };
     let summary = runtime()?.block_on(stream::run(
         opts,
-        |format| whyslow_ingest::run::decoder_for(format).ok(),
+        |format| Some(whyslow_ingest::decode::decoder_for(format)),
         live,
         shutdown_signal(),
     ))?;

@@ -138,7 +138,7 @@ pub fn stream_scenario(broker: &Broker, dir: &Path, prefix: &str, live: bool) ->
             };
             stream::run(
                 opts,
-                |f| whyslow_ingest::run::decoder_for(f).ok(),
+                |f| Some(whyslow_ingest::decode::decoder_for(f)),
                 observer,
                 shutdown,
             )
@@ -512,7 +512,7 @@ pub fn decode_in_process(messages: &[ScenarioMessage], store: &Path, per_commit:
         .collect();
     let mut batch = MicroBatch::new(
         topic_formats,
-        |f| whyslow_ingest::run::decoder_for(f).ok(),
+        |f| Some(whyslow_ingest::decode::decoder_for(f)),
         || 0,
     );
     let mut writer = StoreWriter::open(store).expect("store");
@@ -686,7 +686,7 @@ fn an_unreachable_broker_ends_the_worker_after_its_retry_budget() {
             .unwrap();
         let r = rt.block_on(stream::run(
             opts,
-            |f| whyslow_ingest::run::decoder_for(f).ok(),
+            |f| Some(whyslow_ingest::decode::decoder_for(f)),
             None,
             std::future::pending(),
         ));

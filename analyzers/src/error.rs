@@ -2,8 +2,6 @@
 //! [`Error`], the crate's one error type, that every module's error converts into with
 //! `?`, keeping its source chain.
 
-use whyslow_ingest::redecode::RedecodeError;
-
 use crate::live::alertmanager::AlertError;
 use crate::replay::ReplayError;
 
@@ -30,7 +28,6 @@ impl Error {
     pub fn is_usage(&self) -> bool {
         match self {
             Error::Analyze(e) | Error::Replay(ReplayError::Analyze(e)) => e.is_usage(),
-            Error::Replay(ReplayError::Redecode(RedecodeError::NoDecoder(_))) => true,
             Error::Alertmanager(AlertError::Url(_)) => true,
             Error::Replay(_) | Error::Alertmanager(_) | Error::Publisher(_) => false,
         }

@@ -14,7 +14,7 @@ use whyslow_analyzers::{Analysis, Selection};
 use whyslow_ingest::Format;
 use whyslow_ingest::run::{IngestOptions, ingest};
 use whyslow_ingest::store::{Store, StoreWriter};
-use whyslow_schemas::{Cause, DeadLetterBuilder, Table};
+use whyslow_schemas::{Cause, DeadLetter, DeadLetterBuilder, Origin, Table};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -220,36 +220,51 @@ fn dead_letters_that_decode_today_move_into_events_and_metrics_once() {
     ingest_as(&oracle, &events_v1, Format::K8s);
 
     let seed_letters = Store::open(&store).unwrap().rows(Table::DeadLetters);
-    let kernel_ref = |n: usize| format!("{}:{n}", kernel.display());
+    let (kernel_path, scrape_path, core_path) = (
+        kernel.display().to_string(),
+        scrape.display().to_string(),
+        core_event.display().to_string(),
+    );
+    fn at(path: &str, line: u64) -> Origin<'_> {
+        Origin::File { path, line }
+    }
+    fn message(offset: i64) -> Origin<'static> {
+        Origin::Kafka {
+            topic: "k8s.events",
+            partition: 0,
+            offset,
+        }
+    }
+    let kernel_ref = |n: usize| format!("{kernel_path}:{n}");
     let mut letters = DeadLetterBuilder::new(1_795_910_400_000_000_000);
     let old = "rejected by an older decoder";
     for (i, line) in xids.iter().enumerate() {
-        letters.append(&kernel_ref(i + 1), "kmsg", old, line.as_bytes());
+        let origin = at(&kernel_path, i as u64 + 1);
+        letters.append(&DeadLetter::whole(origin, "kmsg", old, line.as_bytes()));
     }
-    letters.append(
-        &format!("{}:1", scrape.display()),
+    letters.append(&DeadLetter::whole(
+        at(&scrape_path, 1),
         "prometheus",
         old,
         sample[0].as_bytes(),
-    );
-    letters.append(
-        &format!("{}:1", core_event.display()),
-        "k8s",
-        old,
-        &core_doc,
-    );
-    letters.append("k8s.events/0/42", "k8s", old, &v1_doc);
+    ));
+    letters.append(&DeadLetter::whole(at(&core_path, 1), "k8s", old, &core_doc));
+    letters.append(&DeadLetter::whole(message(42), "k8s", old, &v1_doc));
     // Still unreadable today.
     let failing = [
-        (kernel_ref(4), "kmsg", b"\xff\xfe\x00 not text".to_vec()),
         (
-            "k8s.events/0/43".to_string(),
+            at(&kernel_path, 4),
+            "kmsg",
+            b"\xff\xfe\x00 not text".to_vec(),
+        ),
+        (
+            message(43),
             "k8s",
             br#"{"apiVersion":"v1","kind":"Event","metadata":"#.to_vec(),
         ),
     ];
-    for (r, f, p) in &failing {
-        letters.append(r, f, old, p);
+    for (origin, f, p) in &failing {
+        letters.append(&DeadLetter::whole(*origin, f, old, p));
     }
     let mut w = StoreWriter::open(&store).unwrap();
     w.append(Table::DeadLetters, letters.finish()).unwrap();

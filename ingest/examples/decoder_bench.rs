@@ -198,7 +198,7 @@ fn bench_container_log() {
     let mut d = whyslow_ingest::decode::container_log::ContainerLogDecoder::new();
     run_lines("container-log", &mut d, &s, &hints);
     let mut auto = whyslow_ingest::decode::auto::AutoDecoder::new(|f| {
-        whyslow_ingest::run::decoder_for(f).ok()
+        Some(whyslow_ingest::decode::decoder_for(f))
     });
     run_lines("auto(cri)", &mut auto, &s, &hints);
 }
@@ -343,9 +343,9 @@ fn bench_otlp() {
             json.push(serde_json::to_vec(&request).expect("a request serializes"));
         }
     }
-    let mut d = whyslow_ingest::run::decoder_for(whyslow_ingest::Format::Otlp).expect("otlp");
+    let mut d = whyslow_ingest::decode::decoder_for(whyslow_ingest::Format::Otlp);
     run_messages("otlp-proto", d.as_mut(), &proto);
-    let mut d = whyslow_ingest::run::decoder_for(whyslow_ingest::Format::Otlp).expect("otlp");
+    let mut d = whyslow_ingest::decode::decoder_for(whyslow_ingest::Format::Otlp);
     run_messages("otlp-json", d.as_mut(), &json);
 }
 

@@ -141,7 +141,7 @@ async fn whyslow_worker(brokers: &str, topic: &str, n: u64) -> (f64, f64) {
     };
     let summary = stream::run(
         opts,
-        |f| whyslow_ingest::run::decoder_for(f).ok(),
+        |f| Some(whyslow_ingest::decode::decoder_for(f)),
         None,
         shutdown,
     )

@@ -10,21 +10,31 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::str::FromStr;
 
 use arrow::array::RecordBatch;
-use whyslow_schemas::{DeadLetterBuilder, EventsBuilder, MetricsBuilder, Table};
+use whyslow_schemas::{DeadLetter, DeadLetterBuilder, EventsBuilder, MetricsBuilder, Table};
 
 pub mod auto;
 pub mod container_log;
 pub mod envelope;
+mod feed;
 pub mod k8s;
 pub mod kmsg;
 pub mod lines;
 pub mod nvidia;
 pub mod otlp;
 pub mod prometheus;
+mod registry;
 pub mod slurm;
+
+pub use feed::{Factory, Fed, Feed, Record};
+pub use registry::decoder_for;
 
 /// The longest record (line or document) a decoder accepts; longer ones are rejected.
 pub const MAX_RECORD_BYTES: usize = 8 * 1024 * 1024;
+
+/// The most bytes of one record a source reads: a longer one is kept in `dead_letters`
+/// cut to this many bytes (with its whole length), so memory stays bounded whatever the
+/// input.
+pub const HARD_CAP_BYTES: usize = 64 * 1024 * 1024;
 
 /// Text and payload bytes the builders gather before their rows must be handed on
 /// ([`Output::pending_bytes`]): far below Arrow's 2 GiB per column, so that one more
@@ -112,31 +122,9 @@ pub enum Framing {
     Document,
 }
 
-/// Where a record came from: named in dead letters and error messages.
-#[derive(Debug, Clone, Copy)]
-pub enum Origin<'a> {
-    /// A file (or `-` for stdin) and the 1-based line the record starts on.
-    File { path: &'a str, line: u64 },
-    /// A Kafka message.
-    Kafka {
-        topic: &'a str,
-        partition: i32,
-        offset: i64,
-    },
-}
-
-impl fmt::Display for Origin<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Origin::File { path, line } => write!(f, "{path}:{line}"),
-            Origin::Kafka {
-                topic,
-                partition,
-                offset,
-            } => write!(f, "{topic}/{partition}/{offset}"),
-        }
-    }
-}
+/// Where a record came from: named in dead letters (in fields and as text) and error
+/// messages.
+pub use whyslow_schemas::Origin;
 
 /// What the caller knows about a record beyond its bytes.
 #[derive(Debug, Clone, Default)]
@@ -200,6 +188,14 @@ pub struct Output {
     /// Rows already finished out of the builders (kept by a [`Output::rollback`]),
     /// handed on first by [`Output::take_batches`].
     ready: Vec<(Table, RecordBatch)>,
+}
+
+/// Rows of each table an [`Output`] holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RowCounts {
+    pub events: usize,
+    pub metrics: usize,
+    pub dead: usize,
 }
 
 /// The state of an [`Output`] before a record, to undo what a failed decode appended.
@@ -301,9 +297,33 @@ impl Output {
 
     /// The record cannot be read: kept whole in `dead_letters` with the reason.
     pub fn reject(&mut self, origin: &Origin<'_>, format: Format, error: &str, payload: &[u8]) {
+        self.reject_letter(&DeadLetter::whole(*origin, format.name(), error, payload));
+    }
+
+    /// The record cannot be read: kept in `dead_letters` as `letter` says (a payload cut
+    /// at the hard cap says how long the record was).
+    pub fn reject_letter(&mut self, letter: &DeadLetter<'_>) {
         self.counts.rejected += 1;
-        self.dead
-            .append(&origin.to_string(), format.name(), error, payload);
+        self.dead.append(letter);
+    }
+
+    /// Rows appended so far per table, those already finished into batches included
+    /// (and those a rollback dropped excluded): a record's rows run from the counts
+    /// before it to the counts after, in the batches [`Output::take_batches`] returns.
+    pub fn row_counts(&self) -> RowCounts {
+        let mut c = RowCounts {
+            events: self.events.len(),
+            metrics: self.metrics.len(),
+            dead: self.dead.len(),
+        };
+        for (t, b) in &self.ready {
+            match t {
+                Table::Events => c.events += b.num_rows(),
+                Table::Metrics => c.metrics += b.num_rows(),
+                _ => c.dead += b.num_rows(),
+            }
+        }
+        c
     }
 
     /// Rows waiting in the builders.
@@ -579,8 +599,11 @@ mod tests {
     #[test]
     fn builders_count_their_bytes() {
         let mut out = Output::new(0);
-        out.dead.append("f:1", "envelope", "bad", &[0u8; 1000]);
-        assert_eq!(out.pending_bytes(), 1000 + 3 + 8 + 3);
+        let origin = Origin::File { path: "f", line: 1 };
+        out.dead
+            .append(&DeadLetter::whole(origin, "envelope", "bad", &[0u8; 1000]));
+        // source_ref `f:1`, source_path `f`, the format, the reason and the payload.
+        assert_eq!(out.pending_bytes(), 3 + 1 + 8 + 3 + 1000);
         out.take_batches();
         assert_eq!(out.pending_bytes(), 0);
     }

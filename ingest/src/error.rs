@@ -43,13 +43,6 @@ impl Error {
     /// Whether the caller asked for something impossible (a bad setting, time or format:
     /// exit code 2 in the CLI) rather than something failing while it ran.
     pub fn is_usage(&self) -> bool {
-        matches!(
-            self,
-            Error::Option(_)
-                | Error::Time(_)
-                | Error::Format(_)
-                | Error::Ingest(IngestError::Unsupported(_))
-                | Error::Redecode(RedecodeError::NoDecoder(_))
-        )
+        matches!(self, Error::Option(_) | Error::Time(_) | Error::Format(_))
     }
 }

@@ -33,25 +33,23 @@
 //!
 //! What a letter does not record is not known here: `--node`, `--cluster`, `--boot-time`
 //! and the like given at ingest time come from [`RedecodeOptions::hints`]; the file path
-//! (for formats that read meaning from it) comes from `source_ref` (`path:line`); the
+//! (for formats that read meaning from it) comes from the letter's `source_path`; the
 //! default time of records with none is the file's mtime if it still exists, else the
 //! letter's `ingest_time` (for Kafka letters, close to the message timestamp used then).
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use arrow::array::{
-    Array, ArrayRef, BinaryArray, BooleanArray, RecordBatch, StringArray, StringBuilder,
-    TimestampNanosecondArray,
+    Array, ArrayRef, AsArray, BinaryArray, BooleanArray, Int32Array, Int64Array, RecordBatch,
+    StringArray, StringBuilder, TimestampNanosecondArray,
 };
-use arrow::compute::filter_record_batch;
+use arrow::compute::{concat_batches, filter_record_batch};
 use arrow::error::ArrowError;
 use whyslow_schemas::Table;
 
-use crate::decode::{Format, Framing, Hints, MAX_RECORD_BYTES, Origin, Output};
-use crate::run::decoder_for;
+use crate::decode::{Fed, Feed, Format, Hints, Origin, Record, RowCounts};
 use crate::source::Input;
 use crate::store::{StoreError, StoreWriter, segment};
 
@@ -62,7 +60,7 @@ pub struct RedecodeOptions {
     /// ingested with the wrong `--format`); `None`: each with its own.
     pub retry_format: Option<Format>,
     /// What the command line says about records that do not say it themselves, as for
-    /// `whyslow ingest` (`path` is ignored: it comes from each letter's `source_ref`).
+    /// `whyslow ingest` (`path` is ignored: it comes from each letter's `source_path`).
     pub hints: Hints,
     /// Retry only the letters whose `source_ref` starts with this (a file, a directory, a
     /// topic: where the hints apply); the others are left as they are, uncounted.
@@ -139,89 +137,6 @@ pub enum RedecodeError {
         #[source]
         source: arrow::error::ArrowError,
     },
-    /// No decoder exists for the retry format.
-    #[error("cannot retry dead letters as {0}: no decoder for that format")]
-    NoDecoder(Format),
-}
-
-/// Where a dead letter came from, as its `source_ref` says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SourceRef<'a> {
-    /// `path:line` (a file, or `-` for stdin).
-    File { path: &'a str, line: u64 },
-    /// `topic/partition/offset`, or `topic/partition/offset line N` for one line of a
-    /// multi-line message rejected on its own.
-    Kafka {
-        topic: &'a str,
-        partition: i32,
-        offset: i64,
-        line: Option<u64>,
-    },
-    /// Anything else (kept verbatim).
-    Other(&'a str),
-}
-
-impl<'a> SourceRef<'a> {
-    /// Reads a `source_ref`. File refs end in `:<line>`, which no Kafka topic name can
-    /// (topics allow only `[a-zA-Z0-9._-]`), so a path with slashes is never taken for a
-    /// topic.
-    pub fn parse(s: &'a str) -> SourceRef<'a> {
-        if let Some((path, line)) = s.rsplit_once(':')
-            && !path.is_empty()
-            && let Ok(line) = line.parse::<u64>()
-        {
-            return SourceRef::File { path, line };
-        }
-        if let Some((message, n)) = s.rsplit_once(" line ")
-            && let Ok(n) = n.parse::<u64>()
-            && let SourceRef::Kafka {
-                topic,
-                partition,
-                offset,
-                line: None,
-            } = SourceRef::parse(message)
-        {
-            return SourceRef::Kafka {
-                topic,
-                partition,
-                offset,
-                line: Some(n),
-            };
-        }
-        let mut parts = s.rsplitn(3, '/');
-        if let (Some(offset), Some(partition), Some(topic)) =
-            (parts.next(), parts.next(), parts.next())
-            && !topic.is_empty()
-            && let (Ok(partition), Ok(offset)) = (partition.parse(), offset.parse())
-        {
-            return SourceRef::Kafka {
-                topic,
-                partition,
-                offset,
-                line: None,
-            };
-        }
-        SourceRef::Other(s)
-    }
-
-    /// The origin to decode the letter under (an unreadable ref becomes a file of that
-    /// name at line 0, so that reasons still name it).
-    pub fn origin(&self) -> Origin<'a> {
-        match *self {
-            SourceRef::File { path, line } => Origin::File { path, line },
-            SourceRef::Kafka {
-                topic,
-                partition,
-                offset,
-                ..
-            } => Origin::Kafka {
-                topic,
-                partition,
-                offset,
-            },
-            SourceRef::Other(s) => Origin::File { path: s, line: 0 },
-        }
-    }
 }
 
 /// One dead letter as stored.
@@ -229,14 +144,29 @@ impl<'a> SourceRef<'a> {
 pub struct Letter<'a> {
     /// When it was stored (ns since the epoch).
     pub ingest_time_ns: i64,
-    /// `file:line` or `topic/partition/offset`.
+    /// `file:line` or `topic/partition/offset` (with ` line N` for a part): for people
+    /// and `--source-prefix`; the fields below are what is read.
     pub source_ref: &'a str,
+    /// Where the record came from (`None`: a letter stored before letters recorded it).
+    pub origin: Option<Origin<'a>>,
+    /// The line or data point of its record it is, when it is one part of it.
+    pub part: Option<u64>,
     /// The format name it was rejected by.
     pub format: &'a str,
     /// Why it was rejected.
     pub error: &'a str,
-    /// The record, verbatim.
+    /// The record, verbatim (cut at the hard cap when longer).
     pub payload: &'a [u8],
+    /// The record's whole length, when recorded.
+    pub record_bytes: Option<u64>,
+}
+
+impl Letter<'_> {
+    /// Whether the payload is its record cut short.
+    fn is_cut(&self) -> bool {
+        self.record_bytes
+            .is_some_and(|n| n > self.payload.len() as u64)
+    }
 }
 
 /// What today's decoder makes of one dead letter.
@@ -266,9 +196,6 @@ pub struct Retried {
     pub metrics: RecordBatch,
 }
 
-/// The marker the ingest runner puts in the reason of a record cut at the size cap.
-const CUT_MARKER: &str = "(payload cut to its first";
-
 /// Decodes one letter alone with a fresh decoder of `format` (`None`: the one it
 /// recorded), as one record of its origin; `base` are the caller's hints, `now_ns` the
 /// `ingest_time` of the rows it becomes.
@@ -281,109 +208,92 @@ pub fn retry_letter(
     retry_input(std::slice::from_ref(letter), format, base, now_ns)
 }
 
-/// Where one letter's output starts in the shared builders.
+/// What happened to one letter of an input, and where its output starts.
 #[derive(Clone, Copy)]
-struct Mark {
-    events: usize,
-    metrics: usize,
-    dead: usize,
-}
-
-impl Mark {
-    fn of(out: &Output) -> Mark {
-        Mark {
-            events: out.events.len(),
-            metrics: out.metrics.len(),
-            dead: out.dead.len(),
-        }
-    }
+enum Fate {
+    /// Fed to the decoder: its rows start at these counts.
+    Fed(RowCounts),
+    /// Fed and refused (its decoder failed, or it is over the size limit): the output
+    /// from these counts to the next letter's is no letter's.
+    Refused(RowCounts, &'static str),
+    /// Not fed, for this reason.
+    NotFed(&'static str),
 }
 
 /// Decodes the letters of one input (in record order) with one decoder of `format`
-/// (`None`: the one the first recorded; the letters of one input share it), so that what
-/// a decoder carries from record to record — the year of undated kernel lines, a GPU's
-/// identity line, the format `auto` settled on — works as in `whyslow ingest`. Rows the
-/// decoder emits at the end of the input belong to the last letter decoded.
+/// (`None`: the one the first recorded; the letters of one input share it), through the
+/// same [`Feed`] as `whyslow ingest` and `whyslow stream`, so that what a decoder carries
+/// from record to record — the year of undated kernel lines, a GPU's identity line, the
+/// format `auto` settled on — works as there. Rows the decoder emits at the end of the
+/// input belong to the last letter decoded.
 pub fn retry_input(
     letters: &[Letter<'_>],
     format: Option<Format>,
     base: &Hints,
     now_ns: i64,
 ) -> Retried {
-    let mut out = Output::new(now_ns);
-    let decoder = match format {
-        Some(f) => Ok(f),
-        None => letters
-            .first()
-            .map_or(Err(()), |l| l.format.parse::<Format>().map_err(|_| ())),
-    }
-    .and_then(|f| decoder_for(f).map_err(|_| ()));
-    let Ok(mut decoder) = decoder else {
+    let format = format.or_else(|| letters.first().and_then(|l| l.format.parse().ok()));
+    let Some(format) = format else {
         return Retried {
             attempts: letters
                 .iter()
                 .map(|_| Attempt::NotRetried("no decoder has its format"))
                 .collect(),
-            events: out.events.finish(),
-            metrics: out.metrics.finish(),
+            events: RecordBatch::new_empty(Table::Events.schema()),
+            metrics: RecordBatch::new_empty(Table::Metrics.schema()),
         };
     };
     let hints = match letters.first() {
-        Some(l) => letter_hints(&SourceRef::parse(l.source_ref), l.ingest_time_ns, base),
+        Some(l) => letter_hints(l, base),
         None => base.clone(),
     };
-    // Each decoded letter's rows run from its mark to the next decoded letter's. A
-    // letter whose decoder failed (a panic, contained here) keeps its mark so that the
-    // rows it left are kept by no letter, and stays where it is.
-    let mut marks: Vec<Result<(Mark, bool), &'static str>> = Vec::with_capacity(letters.len());
+    let mut feed: Feed<()> = Feed::new(now_ns);
+    let mut fates = Vec::with_capacity(letters.len());
+    let mut last_origin = None;
     for letter in letters {
-        let source = SourceRef::parse(letter.source_ref);
-        if letter.error.contains(CUT_MARKER) {
-            marks.push(Err("its payload was cut at the size cap"));
-        } else if matches!(source, SourceRef::File { .. })
-            && decoder.framing() == Framing::Lines
-            && letter.payload.len() > MAX_RECORD_BYTES
-        {
-            marks.push(Err("it is over the record size limit"));
-        } else {
-            let start = Mark::of(&out);
-            let origin = source.origin();
-            let failed = catch_unwind(AssertUnwindSafe(|| {
-                decoder.decode(letter.payload, &origin, &hints, &mut out);
-            }))
-            .is_err();
-            if failed {
-                tracing::error!("{origin}: the decoder failed on this dead letter; left as it is.");
-            }
-            marks.push(Ok((start, failed)));
+        let Some(origin) = letter.origin else {
+            fates.push(Fate::NotFed(
+                "it was stored before letters recorded their origin",
+            ));
+            continue;
+        };
+        if letter.is_cut() {
+            fates.push(Fate::NotFed("its payload was cut at the size cap"));
+            continue;
         }
+        let start = feed.output().row_counts();
+        last_origin = Some(origin);
+        fates.push(
+            match feed.record((), format, Record::whole(letter.payload), &origin, &hints) {
+                Fed::Decoded => Fate::Fed(start),
+                Fed::Failed => Fate::Refused(start, "the decoder failed on it"),
+                Fed::TooLarge => Fate::Refused(start, "it is over the record size limit"),
+                Fed::NoDecoder => Fate::Refused(start, "no decoder has its format"),
+            },
+        );
     }
-    let before_finish = Mark::of(&out);
-    let finished = catch_unwind(AssertUnwindSafe(|| decoder.finish(&hints, &mut out))).is_ok();
-    // Rows a failed finish left are kept by no letter.
-    let end = if finished {
-        Mark::of(&out)
-    } else {
-        before_finish
-    };
-    let (events, metrics, dead) = (out.events.finish(), out.metrics.finish(), out.dead.finish());
-    let errors = dead
-        .column_by_name("error")
-        .and_then(|c| c.as_any().downcast_ref::<StringArray>());
+    if let Some(origin) = last_origin {
+        // A failed end drops what it appended and adds a dead letter: the last letter's
+        // range then holds a rejection, and it stays.
+        feed.end(&(), &origin, &hints);
+    }
+    let end = feed.output().row_counts();
+    let (events, metrics, dead) = table_rows(feed.take());
+    let errors = dead.column_by_name("error").map(|c| c.as_string::<i32>());
     let mut keep_events = vec![false; events.num_rows()];
     let mut keep_metrics = vec![false; metrics.num_rows()];
     let mut attempts = Vec::with_capacity(letters.len());
     let mut next = end;
-    // Backwards, so that each letter's range ends where the next decoded one starts.
-    for mark in marks.iter().rev() {
-        let start = match mark {
-            Ok((m, false)) => *m,
-            Ok((m, true)) => {
-                attempts.push(Attempt::NotRetried("the decoder failed on it"));
-                next = *m;
+    // Backwards, so that each letter's range ends where the next fed one starts.
+    for fate in fates.iter().rev() {
+        let start = match *fate {
+            Fate::Fed(start) => start,
+            Fate::Refused(start, why) => {
+                attempts.push(Attempt::NotRetried(why));
+                next = start;
                 continue;
             }
-            Err(why) => {
+            Fate::NotFed(why) => {
                 attempts.push(Attempt::NotRetried(why));
                 continue;
             }
@@ -441,6 +351,26 @@ pub fn retry_input(
     }
 }
 
+/// A feed's batches as one batch per table (events, metrics, dead letters), rows in the
+/// order they were appended: the indices of [`RowCounts`].
+fn table_rows(batches: Vec<(Table, RecordBatch)>) -> (RecordBatch, RecordBatch, RecordBatch) {
+    let one = |table: Table| {
+        let schema = table.schema();
+        let parts: Vec<&RecordBatch> = batches
+            .iter()
+            .filter(|(t, _)| *t == table)
+            .map(|(_, b)| b)
+            .collect();
+        // Every batch of a table has the table's schema (the builders make them so).
+        concat_batches(&schema, parts).unwrap_or_else(|_| RecordBatch::new_empty(schema))
+    };
+    (
+        one(Table::Events),
+        one(Table::Metrics),
+        one(Table::DeadLetters),
+    )
+}
+
 /// The rows of `batch` marked in `keep`.
 fn keep_rows(batch: &RecordBatch, keep: Vec<bool>) -> Result<RecordBatch, ArrowError> {
     if keep.iter().all(|k| *k) {
@@ -450,18 +380,18 @@ fn keep_rows(batch: &RecordBatch, keep: Vec<bool>) -> Result<RecordBatch, ArrowE
 }
 
 /// The hints of one letter: the caller's, plus the file path and a default time.
-fn letter_hints(source: &SourceRef<'_>, ingest_time_ns: i64, base: &Hints) -> Hints {
+fn letter_hints(letter: &Letter<'_>, base: &Hints) -> Hints {
     let mut hints = base.clone();
     hints.path = None;
     let mut default_time = None;
-    if let SourceRef::File { path, .. } = source
-        && *path != "-"
+    if let Some(Origin::File { path, .. }) = letter.origin
+        && path != "-"
     {
         hints.path = Some(path.to_string());
         default_time = Input::File(PathBuf::from(path)).modified_ns();
     }
     if hints.default_time_ns.is_none() {
-        hints.default_time_ns = Some(default_time.unwrap_or(ingest_time_ns));
+        hints.default_time_ns = Some(default_time.unwrap_or(letter.ingest_time_ns));
     }
     hints
 }
@@ -473,6 +403,13 @@ struct LetterColumns<'a> {
     format: &'a StringArray,
     error: &'a StringArray,
     payload: &'a BinaryArray,
+    source_path: &'a StringArray,
+    source_line: &'a Int64Array,
+    topic: &'a StringArray,
+    partition: &'a Int32Array,
+    offset: &'a Int64Array,
+    part: &'a Int64Array,
+    record_bytes: &'a Int64Array,
 }
 
 impl<'a> LetterColumns<'a> {
@@ -497,6 +434,13 @@ impl<'a> LetterColumns<'a> {
             format: get(batch, path, "format", "string")?,
             error: get(batch, path, "error", "string")?,
             payload: get(batch, path, "payload", "binary")?,
+            source_path: get(batch, path, "source_path", "string")?,
+            source_line: get(batch, path, "source_line", "int64")?,
+            topic: get(batch, path, "kafka_topic", "string")?,
+            partition: get(batch, path, "kafka_partition", "int32")?,
+            offset: get(batch, path, "kafka_offset", "int64")?,
+            part: get(batch, path, "part", "int64")?,
+            record_bytes: get(batch, path, "record_bytes", "int64")?,
         })
     }
 
@@ -505,12 +449,27 @@ impl<'a> LetterColumns<'a> {
     }
 
     fn letter(&self, i: usize) -> Letter<'a> {
+        let int = |c: &Int64Array| (!c.is_null(i)).then(|| c.value(i));
+        let file = (!self.source_path.is_null(i)).then(|| Origin::File {
+            path: self.source_path.value(i),
+            line: int(self.source_line).map_or(0, |l| u64::try_from(l).unwrap_or(0)),
+        });
+        let kafka = || {
+            Some(Origin::Kafka {
+                topic: (!self.topic.is_null(i)).then(|| self.topic.value(i))?,
+                partition: (!self.partition.is_null(i)).then(|| self.partition.value(i))?,
+                offset: int(self.offset)?,
+            })
+        };
         Letter {
             ingest_time_ns: self.ingest_time.value(i),
             source_ref: self.source_ref.value(i),
+            origin: file.or_else(kafka),
+            part: int(self.part).and_then(|p| u64::try_from(p).ok()),
             format: self.format.value(i),
             error: self.error.value(i),
             payload: self.payload.value(i),
+            record_bytes: int(self.record_bytes).and_then(|n| u64::try_from(n).ok()),
         }
     }
 }
@@ -538,13 +497,10 @@ pub fn redecode(
     writer: &mut StoreWriter,
     opts: &RedecodeOptions,
 ) -> Result<RedecodeSummary, RedecodeError> {
-    if let Some(f) = opts.retry_format {
-        decoder_for(f).map_err(|_| RedecodeError::NoDecoder(f))?;
-    }
     let now_ns = crate::time::now_ns();
     let mut batches: Vec<(PathBuf, RecordBatch)> = Vec::new();
     for seg in writer.store().segments(Table::DeadLetters) {
-        for batch in segment::read_parquet(&seg.path)? {
+        for batch in segment::read_parquet(Table::DeadLetters, &seg.path)? {
             batches.push((seg.path.clone(), batch));
         }
     }
@@ -564,20 +520,19 @@ pub fn redecode(
             {
                 continue;
             }
-            let (key, at) = match SourceRef::parse(l.source_ref) {
-                SourceRef::File { path, line } => {
+            let (key, at) = match l.origin {
+                Some(Origin::File { path, line }) => {
                     (InputKey::File(path, l.format, l.ingest_time_ns), (line, 0))
                 }
-                SourceRef::Kafka {
+                Some(Origin::Kafka {
                     topic,
                     partition,
                     offset,
-                    line,
-                } => (
+                }) => (
                     InputKey::Kafka(topic, partition, l.format),
-                    (u64::try_from(offset).unwrap_or(0), line.unwrap_or(0)),
+                    (u64::try_from(offset).unwrap_or(0), l.part.unwrap_or(0)),
                 ),
-                SourceRef::Other(_) => (InputKey::Alone(b, i), (0, 0)),
+                None => (InputKey::Alone(b, i), (0, 0)),
             };
             order.push((key, at, b, i));
         }
@@ -634,10 +589,7 @@ pub fn redecode(
                     summary.still_failing += 1;
                     // A line of a message, retried alone, cannot say which line it was:
                     // its recorded reason, which does, stays.
-                    let part = matches!(
-                        SourceRef::parse(letter.source_ref),
-                        SourceRef::Kafka { line: Some(_), .. }
-                    );
+                    let part = letter.part.is_some();
                     if opts.retry_format.is_none() && !part && !reason.is_empty() && reason != error
                     {
                         summary.reasons_updated += 1;
@@ -695,7 +647,7 @@ enum InputKey<'a> {
     File(&'a str, &'a str, i64),
     /// One Kafka partition read as one format (in offset order, as the worker reads it).
     Kafka(&'a str, i32, &'a str),
-    /// A Kafka message or an unreadable ref: batch and row.
+    /// A letter stored without its origin: batch and row.
     Alone(usize, usize),
 }
 
@@ -720,8 +672,9 @@ fn rebuild(
 
 #[cfg(test)]
 mod tests {
-    use arrow::array::AsArray;
-    use whyslow_schemas::DeadLetterBuilder;
+    use whyslow_schemas::{DeadLetter, DeadLetterBuilder};
+
+    use crate::decode::Output;
 
     use super::*;
     use crate::store::Store;
@@ -732,71 +685,34 @@ mod tests {
     const POD_LOG: &str =
         "/var/log/pods/llm_finetune-0-abcde_5d5626d4-f0d1-46c7-be99-adea03bbfbee/trainer/0.log";
 
-    fn letter<'a>(source_ref: &'a str, format: &'a str, payload: &'a [u8]) -> Letter<'a> {
-        Letter {
-            ingest_time_ns: 1_795_910_400_000_000_000,
-            source_ref,
-            format,
-            error: "an older decoder's reason",
-            payload,
+    fn file(path: &str, line: u64) -> Origin<'_> {
+        Origin::File { path, line }
+    }
+
+    fn kafka(topic: &str, partition: i32, offset: i64) -> Origin<'_> {
+        Origin::Kafka {
+            topic,
+            partition,
+            offset,
         }
     }
 
-    #[test]
-    fn source_refs() {
-        assert_eq!(
-            SourceRef::parse("/a/b:c/node-1.log:17"),
-            SourceRef::File {
-                path: "/a/b:c/node-1.log",
-                line: 17
-            }
-        );
-        assert_eq!(
-            SourceRef::parse("-:3"),
-            SourceRef::File { path: "-", line: 3 }
-        );
-        assert_eq!(
-            SourceRef::parse("k8s.events/2/1044"),
-            SourceRef::Kafka {
-                topic: "k8s.events",
-                partition: 2,
-                offset: 1044,
-                line: None
-            }
-        );
-        assert_eq!(
-            SourceRef::parse("dcgm/0/7 line 3"),
-            SourceRef::Kafka {
-                topic: "dcgm",
-                partition: 0,
-                offset: 7,
-                line: Some(3)
-            }
-        );
-        assert_eq!(
-            SourceRef::parse("logs/3/5:9"),
-            SourceRef::File {
-                path: "logs/3/5",
-                line: 9
-            }
-        );
-        for other in [
-            "",
-            ":4",
-            "/1/2",
-            "topic/x/3",
-            "file.log",
-            "a:b",
-            "a line 3",
-            "t/0/x line 2",
-        ] {
-            assert_eq!(SourceRef::parse(other), SourceRef::Other(other), "{other}");
+    fn letter<'a>(origin: Origin<'a>, format: &'a str, payload: &'a [u8]) -> Letter<'a> {
+        Letter {
+            ingest_time_ns: 1_795_910_400_000_000_000,
+            source_ref: "",
+            origin: Some(origin),
+            part: None,
+            format,
+            error: "an older decoder's reason",
+            payload,
+            record_bytes: Some(payload.len() as u64),
         }
     }
 
     #[test]
     fn a_kernel_line_today_decodes_into_an_xid_event() {
-        let l = letter("/var/log/node-7.log:12", "kmsg", XID.as_bytes());
+        let l = letter(file("/var/log/node-7.log", 12), "kmsg", XID.as_bytes());
         let r = retry_letter(&l, None, &Hints::default(), 5);
         assert_eq!(r.attempts, [Attempt::Moved]);
         let (events, metrics) = (r.events, r.metrics);
@@ -814,7 +730,7 @@ mod tests {
 
     #[test]
     fn a_boot_relative_line_needs_the_boot_time_hint() {
-        let l = letter("node-7.kmsg:1", "kmsg", RAW_XID.as_bytes());
+        let l = letter(file("node-7.kmsg", 1), "kmsg", RAW_XID.as_bytes());
         let r = retry_letter(&l, None, &Hints::default(), 5);
         let [Attempt::Rejected { reason }] = &r.attempts[..] else {
             panic!("a boot-relative Xid without a boot time must be rejected");
@@ -833,8 +749,7 @@ mod tests {
 
     #[test]
     fn the_pod_of_a_container_log_comes_from_the_path_in_source_ref() {
-        let r = format!("{POD_LOG}:4");
-        let l = letter(&r, "container-log", STEP.as_bytes());
+        let l = letter(file(POD_LOG, 4), "container-log", STEP.as_bytes());
         let r = retry_letter(&l, None, &Hints::default(), 5);
         assert_eq!(r.attempts, [Attempt::Moved]);
         let metrics = r.metrics;
@@ -857,15 +772,26 @@ mod tests {
             assert_eq!(r.attempts.len(), 1);
             r.attempts[0].clone()
         };
-        let mut l = letter("a.log:1", "kmsg", XID.as_bytes());
-        l.error = "record of 70000000 bytes is over the limit of 8388608 bytes (payload cut to its first 67108864 bytes)";
+        let mut l = letter(file("a.log", 1), "kmsg", XID.as_bytes());
+        l.record_bytes = Some(70_000_000);
         assert!(matches!(attempt(&l, None), Attempt::NotRetried(_)));
-        let l = letter("a.log:1", "syslog-ng", XID.as_bytes());
+        let l = letter(file("a.log", 1), "syslog-ng", XID.as_bytes());
         assert!(matches!(attempt(&l, None), Attempt::NotRetried(_)));
         // Ingested with the wrong --format: envelope rejects a kernel line, auto reads it.
-        let l = letter("node-3.log:1", "envelope", XID.as_bytes());
+        let l = letter(file("node-3.log", 1), "envelope", XID.as_bytes());
         assert!(matches!(attempt(&l, None), Attempt::Rejected { .. }));
         assert_eq!(attempt(&l, Some(Format::Auto)), Attempt::Moved);
+    }
+
+    /// A letter stored before letters recorded their origin is not guessed at.
+    #[test]
+    fn a_letter_without_its_origin_is_left_as_it_is() {
+        let mut l = letter(file("n.log", 1), "kmsg", XID.as_bytes());
+        l.origin = None;
+        l.source_ref = "n.log:1";
+        let r = retry_letter(&l, None, &Hints::default(), 5);
+        assert!(matches!(r.attempts[..], [Attempt::NotRetried(_)]), "{r:?}");
+        assert_eq!(r.events.num_rows(), 0);
     }
 
     /// Letters of one input share a decoder; each one's rows are told apart.
@@ -875,10 +801,10 @@ mod tests {
         let unrecognized = b"2024-11-15T12:02:04,000000+00:00 systemd[1]: Started a unit.";
         let xid79 = XID.replace("48,", "79,");
         let letters = [
-            letter("n.log:1", "kmsg", XID.as_bytes()),
-            letter("n.log:2", "kmsg", garbage),
-            letter("n.log:3", "kmsg", unrecognized),
-            letter("n.log:4", "kmsg", xid79.as_bytes()),
+            letter(file("n.log", 1), "kmsg", XID.as_bytes()),
+            letter(file("n.log", 2), "kmsg", garbage),
+            letter(file("n.log", 3), "kmsg", unrecognized),
+            letter(file("n.log", 4), "kmsg", xid79.as_bytes()),
         ];
         let r = retry_input(&letters, None, &Hints::default(), 5);
         assert!(matches!(r.attempts[1], Attempt::Rejected { .. }));
@@ -895,10 +821,10 @@ mod tests {
         assert_eq!(reasons, ["48", "79"]);
     }
 
-    fn dead_letters(rows: &[(&str, &str, &[u8])]) -> RecordBatch {
+    fn dead_letters(rows: &[(Origin<'_>, &str, &[u8])]) -> RecordBatch {
         let mut b = DeadLetterBuilder::new(1_795_910_400_000_000_000);
-        for (r, f, p) in rows {
-            b.append(r, f, "an older decoder's reason", p);
+        for (o, f, p) in rows {
+            b.append(&DeadLetter::whole(*o, f, "an older decoder's reason", p));
         }
         b.finish()
     }
@@ -912,9 +838,9 @@ mod tests {
             w.append(
                 Table::DeadLetters,
                 dead_letters(&[
-                    ("node-7.log:12", "kmsg", XID.as_bytes()),
-                    ("node-7.kmsg:1", "kmsg", RAW_XID.as_bytes()),
-                    ("node-7.log:13", "kmsg", garbage),
+                    (file("node-7.log", 12), "kmsg", XID.as_bytes()),
+                    (file("node-7.kmsg", 1), "kmsg", RAW_XID.as_bytes()),
+                    (file("node-7.log", 13), "kmsg", garbage),
                 ]),
             )
             .unwrap();
@@ -961,7 +887,7 @@ mod tests {
     fn a_line_of_a_kafka_message_keeps_its_reason() {
         let scrape = "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",Hostname=\"n1\"} 31 1732000000000\nDCGM_FI_DEV_GPU_TEMP{gpu=\"1\" 31\n";
         let mut out = Output::new(1_795_910_400_000_000_000);
-        let mut d = decoder_for(Format::Prometheus).unwrap();
+        let mut d = crate::decode::decoder_for(Format::Prometheus);
         let origin = Origin::Kafka {
             topic: "dcgm",
             partition: 0,
@@ -995,15 +921,15 @@ mod tests {
         let comment = b"# HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (in C).\n";
         let mixed = b"DCGM_FI_DEV_GPU_TEMP{gpu=\"0\"} 31 1732000000000\nDCGM_FI_DEV_GPU_TEMP{gpu=\"1\" 31\n";
         let alone = retry_letter(
-            &letter("dcgm/0/1", "prometheus", comment),
+            &letter(kafka("dcgm", 0, 1), "prometheus", comment),
             None,
             &Hints::default(),
             5,
         );
         assert_eq!(alone.attempts, [Attempt::Skipped]);
         let letters = [
-            letter("dcgm/0/1", "prometheus", comment),
-            letter("dcgm/0/2", "prometheus", mixed),
+            letter(kafka("dcgm", 0, 1), "prometheus", comment),
+            letter(kafka("dcgm", 0, 2), "prometheus", mixed),
         ];
         let r = retry_input(&letters, None, &Hints::default(), 5);
         assert_eq!(r.attempts, [Attempt::Partial, Attempt::Partial]);
@@ -1018,8 +944,8 @@ mod tests {
             w.append(
                 Table::DeadLetters,
                 dead_letters(&[
-                    ("/logs/node-7.kmsg:1", "kmsg", RAW_XID.as_bytes()),
-                    ("/logs/node-8.kmsg:1", "kmsg", RAW_XID.as_bytes()),
+                    (file("/logs/node-7.kmsg", 1), "kmsg", RAW_XID.as_bytes()),
+                    (file("/logs/node-8.kmsg", 1), "kmsg", RAW_XID.as_bytes()),
                 ]),
             )
             .unwrap();
@@ -1044,7 +970,7 @@ mod tests {
     fn read_dead_refs(store: &Store) -> Vec<String> {
         let mut out = Vec::new();
         for seg in store.segments(Table::DeadLetters) {
-            for b in segment::read_parquet(&seg.path).unwrap() {
+            for b in segment::read_parquet(Table::DeadLetters, &seg.path).unwrap() {
                 let r = b.column_by_name("source_ref").unwrap().as_string::<i32>();
                 out.extend((0..b.num_rows()).map(|i| r.value(i).to_string()));
             }
@@ -1055,7 +981,7 @@ mod tests {
     #[test]
     fn rows_the_store_already_holds_are_not_written_twice() {
         let dir = tempfile::tempdir().unwrap();
-        let l = letter("node-7.log:12", "kmsg", XID.as_bytes());
+        let l = letter(file("node-7.log", 12), "kmsg", XID.as_bytes());
         let events = retry_letter(&l, None, &Hints::default(), 5).events;
         assert_eq!(events.num_rows(), 1);
         {
@@ -1064,7 +990,7 @@ mod tests {
             w.append(Table::Events, events).unwrap();
             w.append(
                 Table::DeadLetters,
-                dead_letters(&[("node-7.log:12", "kmsg", XID.as_bytes())]),
+                dead_letters(&[(file("node-7.log", 12), "kmsg", XID.as_bytes())]),
             )
             .unwrap();
             w.commit(&[]).unwrap();

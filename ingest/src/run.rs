@@ -26,19 +26,8 @@ use arrow::array::RecordBatch;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use whyslow_schemas::Table;
 
-use crate::decode::auto::AutoDecoder;
-use crate::decode::container_log::ContainerLogDecoder;
-use crate::decode::envelope::EnvelopeDecoder;
-use crate::decode::k8s::K8sDecoder;
-use crate::decode::kmsg::KmsgDecoder;
-use crate::decode::otlp::OtlpDecoder;
-use crate::decode::prometheus::PrometheusDecoder;
-use crate::decode::slurm::SlurmDecoder;
-use crate::decode::{
-    Decoder, FLUSH_BYTES, Format, Framing, Hints, MAX_RECORD_BYTES, Origin, Output,
-    decode_contained, finish_contained,
-};
-use crate::source::{self, HARD_CAP_BYTES, Input, LineReader, SourceError};
+use crate::decode::{FLUSH_BYTES, Feed, Format, Framing, HARD_CAP_BYTES, Hints, Origin, Record};
+use crate::source::{self, Input, LineReader, SourceError};
 use crate::store::{CommitStats, StoreError, StoreWriter};
 
 pub use pipeline::PipelinedSink;
@@ -92,35 +81,9 @@ impl IngestOptions {
 /// Why an ingest run could not go on.
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
-    /// No decoder for this format exists yet.
-    #[error("format {0} is not supported yet by whyslow ingest")]
-    Unsupported(Format),
     /// The store could not be opened, written or committed.
     #[error(transparent)]
     Store(#[from] StoreError),
-}
-
-/// The decoder for `format`. Each decoder module adds its arm here.
-pub fn decoder_for(format: Format) -> Result<Box<dyn Decoder>, IngestError> {
-    Ok(match format {
-        // Detected from content, per file and per record; the formats it finds are read
-        // by the decoders below.
-        Format::Auto => Box::new(AutoDecoder::new(|f| match f {
-            Format::Auto => None,
-            f => decoder_for(f).ok(),
-        })),
-        Format::Envelope => Box::new(EnvelopeDecoder::new()),
-        Format::K8s => Box::new(K8sDecoder::new()),
-        Format::Prometheus => Box::new(PrometheusDecoder::new()),
-        Format::Kmsg => Box::new(KmsgDecoder::new()),
-        Format::ContainerLog => Box::new(ContainerLogDecoder::new()),
-        Format::Slurm => Box::new(SlurmDecoder::new()),
-        // The formats its log records carry are read by the decoders above.
-        Format::Otlp => Box::new(OtlpDecoder::new(|f| match f {
-            Format::Auto | Format::Otlp => None,
-            f => decoder_for(f).ok(),
-        })),
-    })
 }
 
 /// Where the runner puts rows: the store, or anything that behaves like it in tests.
@@ -148,7 +111,6 @@ impl RowSink for StoreWriter {
 
 /// Ingests `opts.paths` into the store at `opts.store`.
 pub fn ingest(opts: &IngestOptions) -> Result<IngestSummary, IngestError> {
-    decoder_for(opts.format)?;
     // Stream workers, their live analyzers, `replay` and other ingests may share the
     // store: the lock is taken for each commit only.
     let sink = TurnTakingSink::open(&opts.store)?;
@@ -165,7 +127,6 @@ pub fn ingest_into(
     opts: &IngestOptions,
     sink: &mut dyn RowSink,
 ) -> Result<IngestSummary, IngestError> {
-    decoder_for(opts.format)?;
     let started = Instant::now();
     let (inputs, errors) = source::expand(&opts.paths);
     let mut summary = IngestSummary::default();
@@ -176,7 +137,7 @@ pub fn ingest_into(
     let mut run = Runner {
         opts,
         sink,
-        out: Output::new(crate::time::now_ns()),
+        feed: Feed::new(crate::time::now_ns()),
         bytes: Arc::new(AtomicU64::new(0)),
         progress: progress_bar(opts.progress, total_bytes),
         handed_since_commit: 0,
@@ -233,7 +194,8 @@ impl From<StoreError> for Stop {
 struct Runner<'a> {
     opts: &'a IngestOptions,
     sink: &'a mut dyn RowSink,
-    out: Output,
+    /// One input at a time: its decoder is made at its first record and dropped at its end.
+    feed: Feed<()>,
     bytes: Arc<AtomicU64>,
     progress: ProgressBar,
     handed_since_commit: usize,
@@ -248,18 +210,19 @@ const PROGRESS_EVERY: u64 = 16 * 1024;
 impl Runner<'_> {
     fn input(&mut self, input: &Input) -> Result<(), IngestError> {
         let name = input.name();
-        let mut decoder = decoder_for(self.opts.format)?;
-        let format = decoder.format();
+        let format = self.opts.format;
         let mut hints = self.opts.hints.clone();
         hints.path = matches!(input, Input::File(_)).then(|| name.clone());
         if hints.default_time_ns.is_none() {
             hints.default_time_ns = input.modified_ns();
         }
         self.progress.set_message(name.clone());
+        // Every format has a decoder in the registry.
+        let framing = self.feed.framing((), format).unwrap_or(Framing::Lines);
         let read = match source::open(input, self.bytes.clone()) {
-            Ok(reader) => match decoder.framing() {
-                Framing::Lines => self.lines(reader, &name, decoder.as_mut(), &hints),
-                Framing::Document => self.document(reader, &name, decoder.as_mut(), &hints),
+            Ok(reader) => match framing {
+                Framing::Lines => self.lines(reader, &name, format, &hints),
+                Framing::Document => self.document(reader, &name, format, &hints),
             },
             Err(e) => Err(Stop::Input(e)),
         };
@@ -270,11 +233,11 @@ impl Runner<'_> {
             path: &name,
             line: self.last_line,
         };
-        finish_contained(decoder.as_mut(), false, &end, &hints, &mut self.out);
+        self.feed.end(&(), &end, &hints);
         self.last_line = 0;
         self.flush(format)?;
         self.commit(format)?;
-        let counts = std::mem::take(&mut self.out.counts);
+        let counts = self.feed.take_counts();
         let f = self.summary.formats.entry(format).or_default();
         f.inputs += 1;
         f.counts.add(&counts);
@@ -288,10 +251,9 @@ impl Runner<'_> {
         &mut self,
         reader: impl std::io::Read,
         name: &str,
-        decoder: &mut dyn Decoder,
+        format: Format,
         hints: &Hints,
     ) -> Result<(), Stop> {
-        let format = decoder.format();
         let mut lines = LineReader::new(reader, HARD_CAP_BYTES);
         loop {
             let line = match lines.next_line() {
@@ -307,20 +269,18 @@ impl Runner<'_> {
                 path: name,
                 line: line.number,
             };
-            if line.full_len > MAX_RECORD_BYTES as u64 {
-                self.out.begin_record();
-                let reason = too_long(line.full_len, line.truncated());
-                self.out.reject(&origin, format, &reason, line.bytes);
-            } else {
-                decode_contained(decoder, line.bytes, &origin, hints, &mut self.out);
-            }
+            let record = Record {
+                bytes: line.bytes,
+                full_len: line.full_len,
+            };
+            self.feed.record((), format, record, &origin, hints);
             self.last_line = line.number;
             if line.number.is_multiple_of(PROGRESS_EVERY) {
                 self.progress
                     .set_position(self.bytes.load(Ordering::Relaxed));
             }
-            if self.out.pending_rows() >= self.opts.batch_rows
-                || self.out.pending_bytes() >= self.opts.batch_bytes.min(FLUSH_BYTES)
+            if self.feed.pending_rows() >= self.opts.batch_rows
+                || self.feed.pending_bytes() >= self.opts.batch_bytes.min(FLUSH_BYTES)
             {
                 self.flush(format)?;
                 if self.handed_since_commit >= self.opts.commit_rows {
@@ -334,7 +294,7 @@ impl Runner<'_> {
         &mut self,
         reader: impl std::io::Read,
         name: &str,
-        decoder: &mut dyn Decoder,
+        format: Format,
         hints: &Hints,
     ) -> Result<(), Stop> {
         let (doc, full_len) = source::read_document(reader, HARD_CAP_BYTES)
@@ -346,17 +306,11 @@ impl Runner<'_> {
             path: name,
             line: 1,
         };
-        // A document (a List, a YAML stream) may be large: its decoder applies the record
-        // limit to each object in it. Only a document past the hard cap is rejected.
-        if full_len > doc.len() as u64 {
-            self.out.begin_record();
-            let reason = format!(
-                "document of {full_len} bytes is over the limit of {HARD_CAP_BYTES} bytes (payload cut to its first {HARD_CAP_BYTES} bytes)"
-            );
-            self.out.reject(&origin, decoder.format(), &reason, &doc);
-        } else {
-            decode_contained(decoder, &doc, &origin, hints, &mut self.out);
-        }
+        let record = Record {
+            bytes: &doc,
+            full_len,
+        };
+        self.feed.record((), format, record, &origin, hints);
         self.last_line = 1;
         Ok(())
     }
@@ -364,7 +318,7 @@ impl Runner<'_> {
     /// Hands the rows in the builders to the sink.
     fn flush(&mut self, format: Format) -> Result<(), StoreError> {
         let f = self.summary.formats.entry(format).or_default();
-        let batches = self.out.take_batches();
+        let batches = self.feed.take();
         for (table, batch) in &batches {
             f.handed.add(*table, batch.num_rows() as u64);
         }
@@ -398,14 +352,4 @@ impl Runner<'_> {
             }
         }
     }
-}
-
-fn too_long(full_len: u64, truncated: bool) -> String {
-    let mut s = format!("record of {full_len} bytes is over the limit of {MAX_RECORD_BYTES} bytes");
-    if truncated {
-        s.push_str(&format!(
-            " (payload cut to its first {HARD_CAP_BYTES} bytes)"
-        ));
-    }
-    s
 }

@@ -14,9 +14,9 @@ use flate2::read::MultiGzDecoder;
 
 pub use lines::{Line, LineReader, read_document};
 
-/// The most bytes of one record kept for `dead_letters`; beyond it the payload is cut and
-/// the reason says so. Records over [`crate::decode::MAX_RECORD_BYTES`] are rejected anyway.
-pub const HARD_CAP_BYTES: usize = 64 * 1024 * 1024;
+/// The most bytes of one record a source reads (the decoders' limit, re-exported here
+/// for the readers).
+pub use crate::decode::HARD_CAP_BYTES;
 
 /// One input to read.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use whyslow_ingest::Format::{self, *};
 use whyslow_ingest::decode::auto::{AutoDecoder, detect, detect_line, detect_record};
+use whyslow_ingest::decode::decoder_for;
 use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
-use whyslow_ingest::run::decoder_for;
 
 /// Expected detection per sample path (relative to the samples folder).
 const EXPECTED: &[(&str, Option<Format>)] = &[
@@ -542,7 +542,7 @@ fn documents_and_odd_heads() {
 }
 
 fn factory(f: Format) -> Option<Box<dyn Decoder>> {
-    decoder_for(f).ok()
+    Some(decoder_for(f))
 }
 
 #[test]

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use whyslow_ingest::Format;
 use whyslow_ingest::decode::auto::AutoDecoder;
+use whyslow_ingest::decode::decoder_for;
 use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
-use whyslow_ingest::run::decoder_for;
 use whyslow_schemas::Table;
 
 fn sample(name: &str) -> PathBuf {
@@ -27,7 +27,7 @@ fn read(name: &str) -> String {
 
 /// Decodes one Kafka message with `auto`, as a topic of mixed collector output would.
 fn auto_message(bytes: &[u8], hints: &Hints) -> k8s_common::Decoded {
-    let mut d = AutoDecoder::new(|f| decoder_for(f).ok());
+    let mut d = AutoDecoder::new(|f| Some(decoder_for(f)));
     let mut out = Output::new(1);
     d.decode(
         bytes,

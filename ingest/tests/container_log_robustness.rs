@@ -8,9 +8,9 @@ use std::path::PathBuf;
 
 use whyslow_ingest::decode::auto::{AutoDecoder, detect};
 use whyslow_ingest::decode::container_log::ContainerLogDecoder;
+use whyslow_ingest::decode::decoder_for;
 use whyslow_ingest::decode::slurm::SlurmDecoder;
 use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
-use whyslow_ingest::run::decoder_for;
 
 const SAMPLES: [&str; 5] = [
     "training-logs/kubeflow-trainer-torchrun-hf-trainer-distilbert-2ranks.log",
@@ -61,7 +61,7 @@ fn sample_lines() -> Vec<Vec<u8>> {
 }
 
 fn factory(f: whyslow_ingest::Format) -> Option<Box<dyn Decoder>> {
-    decoder_for(f).ok()
+    Some(decoder_for(f))
 }
 
 /// The decoders under test, each with its own output and count of records fed.

@@ -8,8 +8,8 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use whyslow_ingest::Format;
+use whyslow_ingest::decode::decoder_for;
 use whyslow_ingest::decode::{Hints, Origin, Output};
-use whyslow_ingest::run::decoder_for;
 
 /// One line of each shape the detectors and decoders slice by position.
 const LINES: [&str; 36] = [
@@ -103,7 +103,7 @@ fn panics_of(format: Format) -> Vec<String> {
     let mut failed = Vec::new();
     for m in mutations() {
         let r = catch_unwind(AssertUnwindSafe(|| {
-            let mut d = decoder_for(format).unwrap();
+            let mut d = decoder_for(format);
             let mut out = Output::new(0);
             let file = Origin::File {
                 path: "mutated.log",

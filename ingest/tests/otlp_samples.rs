@@ -21,11 +21,11 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 use whyslow_ingest::Format;
 use whyslow_ingest::decode::auto::{AutoDecoder, detect, detect_record};
+use whyslow_ingest::decode::decoder_for;
 use whyslow_ingest::decode::otlp::request::{self, Request};
 use whyslow_ingest::decode::prometheus::PrometheusDecoder;
 use whyslow_ingest::decode::prometheus::text::{Line, Sample, parse_line};
 use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
-use whyslow_ingest::run::decoder_for;
 use whyslow_schemas::Table;
 
 fn sample(name: &str) -> PathBuf {
@@ -90,7 +90,7 @@ fn metric_rows(b: &RecordBatch) -> Vec<MetricRow> {
 /// writes to would be read.
 fn auto_message(bytes: &[u8], hints: &Hints) -> Decoded {
     assert_eq!(detect_record(bytes), Some(Format::Otlp));
-    let mut d = AutoDecoder::new(|f| decoder_for(f).ok());
+    let mut d = AutoDecoder::new(|f| Some(decoder_for(f)));
     let mut out = Output::new(1);
     let origin = Origin::Kafka {
         topic: "otlp_logs",
@@ -352,7 +352,7 @@ fn dead_letters(batches: Vec<(Table, RecordBatch)>) -> Vec<(String, Vec<u8>)> {
 /// Bytes that are no OTLP request are rejected whole, with the reason.
 #[test]
 fn broken_requests_are_dead_letters() {
-    let mut d = decoder_for(Format::Otlp).unwrap();
+    let mut d = decoder_for(Format::Otlp);
     let mut out = Output::new(1);
     let origin = Origin::Kafka {
         topic: "otlp_metrics",
@@ -495,7 +495,7 @@ fn parts_that_cannot_be_read_are_kept() {
     assert_eq!(names, ["h_count"]);
 
     // JSON that is no OTLP request, and text given to the otlp decoder.
-    let mut dec = decoder_for(Format::Otlp).unwrap();
+    let mut dec = decoder_for(Format::Otlp);
     let mut out = Output::new(1);
     let origin = Origin::Kafka {
         topic: "otlp",

@@ -621,7 +621,7 @@ fn prometheus_kafka_adapter_records() {
 fn auto_detection_does_not_take_counter_lists_for_scrapes() {
     use whyslow_ingest::decode::Format;
     use whyslow_ingest::decode::auto::{AutoDecoder, detect};
-    use whyslow_ingest::run::decoder_for;
+    use whyslow_ingest::decode::decoder_for;
 
     for f in [
         "dcgm-exporter/dcgm-exporter-L4-kops-aws.prom",
@@ -640,7 +640,7 @@ fn auto_detection_does_not_take_counter_lists_for_scrapes() {
         let bytes = std::fs::read(sample(f)).unwrap();
         assert_ne!(detect(&bytes), Some(Format::Prometheus), "{f}");
         // Read by auto, a counter list yields no metric rows and loses nothing.
-        let mut d = AutoDecoder::new(|f| decoder_for(f).ok());
+        let mut d = AutoDecoder::new(|f| Some(decoder_for(f)));
         let mut out = Output::new(0);
         let hints = at("2026-11-29T10:15:00Z");
         for (i, line) in String::from_utf8(bytes).unwrap().lines().enumerate() {

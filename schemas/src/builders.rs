@@ -8,8 +8,14 @@ use arrow::array::{
     StringBuilder, TimestampNanosecondBuilder,
 };
 
+use crate::origin::{DeadLetter, Origin};
 use crate::tables::{Table, UTC};
 use crate::{Layer, Severity};
+
+/// A count as an `int64` column holds it (no real count reaches `i64::MAX`).
+fn clamp(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
 
 /// Where and to whom a row applies; every field is optional.
 #[derive(Debug, Clone, Copy, Default)]
@@ -322,6 +328,13 @@ pub struct DeadLetterBuilder {
     format: StringBuilder,
     error: StringBuilder,
     payload: BinaryBuilder,
+    source_path: StringBuilder,
+    source_line: Int64Builder,
+    topic: StringBuilder,
+    partition: Int32Builder,
+    offset: Int64Builder,
+    part: Int64Builder,
+    record_bytes: Int64Builder,
     len: usize,
     bytes: usize,
 }
@@ -336,21 +349,58 @@ impl DeadLetterBuilder {
             format: StringBuilder::new(),
             error: StringBuilder::new(),
             payload: BinaryBuilder::new(),
+            source_path: StringBuilder::new(),
+            source_line: Int64Builder::new(),
+            topic: StringBuilder::new(),
+            partition: Int32Builder::new(),
+            offset: Int64Builder::new(),
+            part: Int64Builder::new(),
+            record_bytes: Int64Builder::new(),
             len: 0,
             bytes: 0,
         }
     }
 
-    /// Appends one rejected record: where it came from, the format tried, why, and its
-    /// bytes verbatim.
-    pub fn append(&mut self, source_ref: &str, format: &str, error: &str, payload: &[u8]) {
+    /// Appends one rejected record: where it came from (as text and in fields), the
+    /// format tried, why, and its bytes verbatim.
+    pub fn append(&mut self, letter: &DeadLetter<'_>) {
+        let source_ref = letter.source_ref();
         self.ingest_time.append_value(self.ingest_time_ns);
-        self.source_ref.append_value(source_ref);
-        self.format.append_value(format);
-        self.error.append_value(error);
-        self.payload.append_value(payload);
+        self.source_ref.append_value(&source_ref);
+        self.format.append_value(letter.format);
+        self.error.append_value(letter.error);
+        self.payload.append_value(letter.payload);
+        let path_bytes = match letter.origin {
+            Origin::File { path, line } => {
+                self.source_path.append_value(path);
+                self.source_line.append_value(clamp(line));
+                self.topic.append_null();
+                self.partition.append_null();
+                self.offset.append_null();
+                path.len()
+            }
+            Origin::Kafka {
+                topic,
+                partition,
+                offset,
+            } => {
+                self.source_path.append_null();
+                self.source_line.append_null();
+                self.topic.append_value(topic);
+                self.partition.append_value(partition);
+                self.offset.append_value(offset);
+                topic.len()
+            }
+        };
+        self.part
+            .append_option(letter.part.map(|p| clamp(p.number())));
+        self.record_bytes.append_value(clamp(letter.record_bytes));
         self.len += 1;
-        self.bytes += source_ref.len() + format.len() + error.len() + payload.len();
+        self.bytes += source_ref.len()
+            + path_bytes
+            + letter.format.len()
+            + letter.error.len()
+            + letter.payload.len();
     }
 
     /// Rows appended since the last `finish`.
@@ -386,6 +436,13 @@ impl DeadLetterBuilder {
             Arc::new(self.format.finish()),
             Arc::new(self.error.finish()),
             Arc::new(self.payload.finish()),
+            Arc::new(self.source_path.finish()),
+            Arc::new(self.source_line.finish()),
+            Arc::new(self.topic.finish()),
+            Arc::new(self.partition.finish()),
+            Arc::new(self.offset.finish()),
+            Arc::new(self.part.finish()),
+            Arc::new(self.record_bytes.finish()),
         ];
         self.len = 0;
         self.bytes = 0;
@@ -455,7 +512,50 @@ mod tests {
         assert_eq!(m.finish().num_rows(), 1);
 
         let mut d = DeadLetterBuilder::new(7);
-        d.append("a.jsonl:3", "envelope", "missing time", b"{}");
-        assert_eq!(d.finish().num_rows(), 1);
+        let origin = Origin::File {
+            path: "a.jsonl",
+            line: 3,
+        };
+        d.append(&DeadLetter::whole(
+            origin,
+            "envelope",
+            "missing time",
+            b"{}",
+        ));
+        let kafka = Origin::Kafka {
+            topic: "dcgm",
+            partition: 2,
+            offset: 9,
+        };
+        d.append(&DeadLetter {
+            part: Some(crate::Part::Line(4)),
+            record_bytes: 100,
+            ..DeadLetter::whole(kafka, "prometheus", "bad line", b"x{")
+        });
+        let b = d.finish();
+        assert_eq!(b.num_rows(), 2);
+        let refs = b.column_by_name("source_ref").unwrap();
+        let refs = refs.as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(
+            (refs.value(0), refs.value(1)),
+            ("a.jsonl:3", "dcgm/2/9 line 4")
+        );
+        let int = |name: &str, i: usize| {
+            let c = b.column_by_name(name).unwrap();
+            let c = c
+                .as_any()
+                .downcast_ref::<arrow::array::Int64Array>()
+                .unwrap();
+            (!c.is_null(i)).then(|| c.value(i))
+        };
+        assert_eq!(
+            (int("source_line", 0), int("kafka_offset", 0)),
+            (Some(3), None)
+        );
+        assert_eq!((int("kafka_offset", 1), int("part", 1)), (Some(9), Some(4)));
+        assert_eq!(
+            (int("record_bytes", 0), int("record_bytes", 1)),
+            (Some(2), Some(100))
+        );
     }
 }

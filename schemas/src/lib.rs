@@ -4,11 +4,13 @@
 pub mod builders;
 pub mod cause;
 pub mod layer;
+pub mod origin;
 pub mod tables;
 
 pub use builders::{DeadLetterBuilder, EventsBuilder, MetricsBuilder};
 pub use cause::Cause;
 pub use layer::{Layer, Severity};
+pub use origin::{DeadLetter, Origin, Part};
 pub use tables::Table;
 
 /// A string was not one of the ids a taxonomy enum knows.

@@ -91,6 +91,17 @@ static DEAD_LETTERS: LazyLock<SchemaRef> = LazyLock::new(|| {
         s("format", false),
         s("error", false),
         Field::new("payload", DataType::Binary, false),
+        // Where the record came from, in fields (a file line, or a Kafka message), so that
+        // no reader parses `source_ref` back; null in letters stored before they existed.
+        s("source_path", true),
+        Field::new("source_line", DataType::Int64, true),
+        s("kafka_topic", true),
+        Field::new("kafka_partition", DataType::Int32, true),
+        Field::new("kafka_offset", DataType::Int64, true),
+        // The line or data point of a record that holds many, rejected on its own.
+        Field::new("part", DataType::Int64, true),
+        // The record's whole length: more than the payload's when the payload was cut.
+        Field::new("record_bytes", DataType::Int64, true),
     ]))
 });
 
@@ -294,7 +305,20 @@ mod tests {
         );
         assert_eq!(
             names(Table::DeadLetters),
-            ["ingest_time", "source_ref", "format", "error", "payload"]
+            [
+                "ingest_time",
+                "source_ref",
+                "format",
+                "error",
+                "payload",
+                "source_path",
+                "source_line",
+                "kafka_topic",
+                "kafka_partition",
+                "kafka_offset",
+                "part",
+                "record_bytes"
+            ]
         );
         for t in Table::ALL {
             assert_eq!(t.name().parse::<Table>().unwrap(), t);

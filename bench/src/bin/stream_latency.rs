@@ -155,7 +155,7 @@ fn run_scenario(
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let worker = runtime.spawn(stream::run(
         opts,
-        |f| whyslow_ingest::run::decoder_for(f).ok(),
+        |f| Some(whyslow_ingest::decode::decoder_for(f)),
         Some(Box::new(analyzer)),
         async move {
             let _ = stop_rx.await;

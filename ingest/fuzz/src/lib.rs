@@ -18,7 +18,7 @@ pub fn hints() -> Hints {
 
 fn decoder(format: Format) -> Box<dyn Decoder> {
     // Every format the targets name has a decoder.
-    whyslow_ingest::run::decoder_for(format).expect("a decoder for the format")
+    whyslow_ingest::decode::decoder_for(format)
 }
 
 /// How many records a file of `lines` lines is: one per line, or (`auto`, which may hold

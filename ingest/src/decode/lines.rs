@@ -1,6 +1,8 @@
 //! Record accounting for line formats (kernel logs, Prometheus text): a record is one
 //! line of a file, or a whole Kafka message that may hold many lines.
 
+use whyslow_schemas::{DeadLetter, Part};
+
 use crate::decode::{Format, Origin, Output};
 
 /// Decodes one record line by line with `each` (which returns whether the line became
@@ -68,13 +70,12 @@ pub fn decode_lines(
     }
     for (n, start, e) in &errors {
         let line = body[*start..].split('\n').next().unwrap_or("");
-        let source_ref = format!("{origin} line {}", n + 1);
-        out.dead.append(
-            &source_ref,
-            format.name(),
-            &format!("{source_ref}: {e}"),
-            line.as_bytes(),
-        );
+        let part = Part::Line(*n as u64 + 1);
+        let error = format!("{origin} {part}: {e}");
+        out.dead.append(&DeadLetter {
+            part: Some(part),
+            ..DeadLetter::whole(*origin, format.name(), &error, line.as_bytes())
+        });
     }
     out.produced();
 }

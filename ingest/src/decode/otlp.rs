@@ -26,6 +26,7 @@ use std::collections::HashMap;
 
 use opentelemetry_proto::tonic::logs::v1::ResourceLogs;
 use opentelemetry_proto::tonic::metrics::v1::ResourceMetrics;
+use whyslow_schemas::{DeadLetter, Part};
 
 use crate::decode::prometheus::PrometheusDecoder;
 use serde::de::IgnoredAny;
@@ -171,14 +172,12 @@ impl OtlpDecoder {
         let tally = sink.tally;
         let failed = tally.failed.len() as u64;
         for (i, (line, why)) in tally.failed.iter().enumerate() {
-            let source_ref = format!("{origin} point {}", i + 1);
-            let error = format!("{source_ref}: {why}");
-            out.dead.append(
-                &source_ref,
-                Format::Prometheus.name(),
-                &error,
-                line.as_bytes(),
-            );
+            let part = Part::Point(i as u64 + 1);
+            let error = format!("{origin} {part}: {why}");
+            out.dead.append(&DeadLetter {
+                part: Some(part),
+                ..DeadLetter::whole(*origin, Format::Prometheus.name(), &error, line.as_bytes())
+            });
         }
         let first = tally.failed.first().map(|(_, why)| why.clone());
         let counts = Counts {
@@ -289,8 +288,12 @@ impl Decoder for OtlpDecoder {
             out.counts.rejected += 1;
             let origin = h.origin();
             let why = format!("{origin}: an OTLP/JSON document that never ends");
-            out.dead
-                .append(&origin.to_string(), Format::Otlp.name(), &why, &h.bytes);
+            out.dead.append(&DeadLetter::whole(
+                origin,
+                Format::Otlp.name(),
+                &why,
+                &h.bytes,
+            ));
         }
         self.prom.finish(hints, out);
         for d in self.inner.values_mut() {

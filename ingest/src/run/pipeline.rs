@@ -193,7 +193,13 @@ mod tests {
     fn batch(rows: usize) -> RecordBatch {
         let mut b = DeadLetterBuilder::new(0);
         for i in 0..rows {
-            b.append(&format!("f:{i}"), "envelope", "bad", b"x");
+            let origin = whyslow_schemas::Origin::File {
+                path: "f",
+                line: i as u64,
+            };
+            b.append(&whyslow_schemas::DeadLetter::whole(
+                origin, "envelope", "bad", b"x",
+            ));
         }
         b.finish()
     }

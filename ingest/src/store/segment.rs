@@ -9,7 +9,12 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::path::Path;
 
-use arrow::array::{Array, Int32Array, RecordBatch, StringArray, TimestampNanosecondArray};
+use arrow::array::{
+    Array, Int32Array, RecordBatch, RecordBatchOptions, StringArray, TimestampNanosecondArray,
+    new_null_array,
+};
+use arrow::datatypes::SchemaRef;
+use arrow::error::ArrowError;
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
@@ -221,9 +226,15 @@ pub fn write_parquet(table: Table, batch: &RecordBatch, path: &Path) -> Result<u
     Ok(len)
 }
 
-/// Reads every row of a Parquet segment.
-pub fn read_parquet(path: &Path) -> Result<Vec<RecordBatch>, StoreError> {
+/// Reads every row of a Parquet segment of `table`, in the table's schema of today: a
+/// column added since the segment was written (nullable, by the schema's rule) reads as
+/// nulls.
+pub fn read_parquet(table: Table, path: &Path) -> Result<Vec<RecordBatch>, StoreError> {
     let pq = |source| StoreError::Parquet {
+        path: path.to_path_buf(),
+        source,
+    };
+    let arrow = |source| StoreError::Arrow {
         path: path.to_path_buf(),
         source,
     };
@@ -233,19 +244,72 @@ pub fn read_parquet(path: &Path) -> Result<Vec<RecordBatch>, StoreError> {
         .with_batch_size(256 * 1024)
         .build()
         .map_err(pq)?;
+    let schema = table.schema();
     reader
-        .map(|b| {
-            b.map_err(|source| StoreError::Arrow {
-                path: path.to_path_buf(),
-                source,
-            })
-        })
+        .map(|b| conform(&schema, b.map_err(arrow)?).map_err(arrow))
         .collect()
+}
+
+/// `batch` in `schema`: its columns by name, a nullable column it lacks as nulls.
+fn conform(schema: &SchemaRef, batch: RecordBatch) -> Result<RecordBatch, ArrowError> {
+    if batch.schema().fields() == schema.fields() {
+        return Ok(batch);
+    }
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|f| match batch.column_by_name(f.name()) {
+            Some(c) => Ok(c.clone()),
+            None if f.is_nullable() => Ok(new_null_array(f.data_type(), batch.num_rows())),
+            None => Err(ArrowError::SchemaError(format!(
+                "the segment has no column {} (not nullable)",
+                f.name()
+            ))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    RecordBatch::try_new_with_options(schema.clone(), columns, &options)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A segment written before a nullable column was added reads in today's schema.
+    #[test]
+    fn an_older_segment_reads_with_the_new_columns_null() {
+        use std::sync::Arc;
+
+        use arrow::array::{BinaryArray, StringArray, TimestampNanosecondArray};
+        use arrow::datatypes::Schema;
+
+        let today = Table::DeadLetters.schema();
+        let old: Vec<_> = today.fields().iter().take(5).cloned().collect();
+        let old = Arc::new(Schema::new(old));
+        let batch = RecordBatch::try_new(
+            old.clone(),
+            vec![
+                Arc::new(TimestampNanosecondArray::from(vec![1]).with_timezone("UTC")),
+                Arc::new(StringArray::from(vec!["a.log:3"])),
+                Arc::new(StringArray::from(vec!["kmsg"])),
+                Arc::new(StringArray::from(vec!["bad"])),
+                Arc::new(BinaryArray::from(vec![&b"x"[..]])),
+            ],
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.parquet");
+        let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), old, None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let read = read_parquet(Table::DeadLetters, &path).unwrap();
+        assert_eq!(read[0].schema(), today);
+        assert_eq!(read[0].num_rows(), 1);
+        assert!(read[0].column_by_name("source_path").unwrap().is_null(0));
+        let error = read[0].column_by_name("error").unwrap();
+        let error = error.as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(error.value(0), "bad");
+    }
 
     #[test]
     fn days_are_utc_dates() {

@@ -602,7 +602,7 @@ impl StoreWriter {
         let root = self.store.root.clone();
         let mut batches = Vec::new();
         for s in bin {
-            batches.extend(segment::read_parquet(&root.join(&s.path))?);
+            batches.extend(segment::read_parquet(table, &root.join(&s.path))?);
         }
         let tc = self.stage(table, &batches, false, entry, files)?;
         entry.remove.extend(bin.iter().map(|s| s.path.clone()));

@@ -15,10 +15,7 @@ use std::time::Instant;
 use arrow::array::RecordBatch;
 use whyslow_schemas::Table;
 
-use crate::decode::{
-    Decoder, FLUSH_BYTES, Format, Hints, MAX_RECORD_BYTES, Origin, Output, decode_contained,
-    finish_contained,
-};
+use crate::decode::{FLUSH_BYTES, Factory, Feed, Format, Hints, Origin, Record};
 
 /// One Kafka message, borrowed from the consumer.
 #[derive(Debug, Clone, Copy)]
@@ -46,11 +43,10 @@ pub enum Accepted {
 /// Rows waiting for the next flush, and the offsets they cover.
 pub struct MicroBatch {
     ingest_time_ns: fn() -> i64,
-    out: Output,
-    /// Per topic, partition and format: a partition's multi-line records are its own.
-    decoders: HashMap<(String, i32, Format), Box<dyn Decoder>>,
+    /// Decoders per topic, partition and format: a partition's multi-line records are its
+    /// own.
+    feed: Feed<(String, i32, Format)>,
     topic_formats: HashMap<String, Format>,
-    make_decoder: fn(Format) -> Option<Box<dyn Decoder>>,
     /// Next offset to read per (topic, partition) for the messages in this batch.
     pending: BTreeMap<(String, i32), i64>,
     /// Partitions whose last recorded offset stayed at a held record, with the offset
@@ -81,19 +77,17 @@ pub struct Flushed {
 }
 
 impl MicroBatch {
-    /// An empty batch; `topic_formats` names each topic's format, `make_decoder` builds
-    /// a decoder for a format (`None` when none exists).
+    /// An empty batch; `topic_formats` names each topic's format, `factory` makes the
+    /// decoder of a format (the registry's: [`crate::decode::decoder_for`]).
     pub fn new(
         topic_formats: HashMap<String, Format>,
-        make_decoder: fn(Format) -> Option<Box<dyn Decoder>>,
+        factory: Factory,
         ingest_time_ns: fn() -> i64,
     ) -> Self {
         MicroBatch {
-            out: Output::new(ingest_time_ns()),
+            feed: Feed::with_factory(ingest_time_ns(), factory),
             ingest_time_ns,
-            decoders: HashMap::new(),
             topic_formats,
-            make_decoder,
             pending: BTreeMap::new(),
             held_back: BTreeMap::new(),
             bytes: 0,
@@ -155,72 +149,33 @@ impl MicroBatch {
         }
         // The offset is recorded only once the message is decoded or dead-lettered: a
         // flush (even one while a failure unwinds) never commits a message it lacks.
-        self.decode(m, &origin, format, &hints, payload);
+        if m.payload.is_none() {
+            // A tombstone carries nothing to decode.
+            self.feed.skip_record();
+        } else {
+            let key = (m.topic.to_string(), m.partition, format);
+            let record = Record::whole(payload);
+            self.feed.record(key, format, record, &origin, &hints);
+        }
         self.pending
             .insert((m.topic.to_string(), m.partition), m.offset + 1);
         Accepted::Decoded
     }
 
-    /// Decodes one message's payload into the batch: rows, a skip or a dead letter.
-    fn decode(
-        &mut self,
-        m: &Message<'_>,
-        origin: &Origin<'_>,
-        format: Format,
-        hints: &Hints,
-        payload: &[u8],
-    ) {
-        if m.payload.is_none() {
-            // A tombstone carries nothing to decode.
-            self.out.begin_record();
-            self.out.skip();
-            return;
-        }
-        if payload.len() > MAX_RECORD_BYTES {
-            self.out.begin_record();
-            let why = format!(
-                "message of {} bytes exceeds the {} byte limit",
-                payload.len(),
-                MAX_RECORD_BYTES
-            );
-            self.out.reject(origin, format, &why, payload);
-            return;
-        }
-        let decoder = match self
-            .decoders
-            .entry((m.topic.to_string(), m.partition, format))
-        {
-            std::collections::hash_map::Entry::Occupied(e) => Some(e.into_mut()),
-            std::collections::hash_map::Entry::Vacant(v) => {
-                (self.make_decoder)(format).map(|d| v.insert(d))
-            }
-        };
-        match decoder {
-            Some(d) => {
-                decode_contained(d.as_mut(), payload, origin, hints, &mut self.out);
-            }
-            None => {
-                self.out.begin_record();
-                let why = format!("no decoder for format {format}");
-                self.out.reject(origin, format, &why, payload);
-            }
-        }
-    }
-
     /// Whether the rows waiting carry so much text that they must be flushed now,
     /// whatever the batch limits say ([`FLUSH_BYTES`]).
     pub fn is_full(&self) -> bool {
-        self.out.pending_bytes() >= FLUSH_BYTES
+        self.feed.pending_bytes() >= FLUSH_BYTES
     }
 
     /// Rows waiting in the builders.
     pub fn rows(&self) -> usize {
-        self.out.pending_rows()
+        self.feed.pending_rows()
     }
 
     /// Records rejected to dead letters since the last flush.
     pub fn rejected(&self) -> u64 {
-        self.out.counts.rejected
+        self.feed.counts().rejected
     }
 
     /// Payload bytes decoded since the last flush.
@@ -245,18 +200,14 @@ impl MicroBatch {
     pub fn forget_partition(&mut self, topic: &str, partition: i32) {
         self.pending.remove(&(topic.to_string(), partition));
         self.held_back.remove(&(topic.to_string(), partition));
-        self.decoders
-            .retain(|(t, p, _), _| !(t == topic && *p == partition));
+        self.feed.forget(|(t, p, _)| t == topic && *p == partition);
     }
 
     /// The stream ends (the worker stops): every decoder emits what it holds back, as at
     /// the end of a file; the rows go with the next `take`.
     pub fn finish_decoders(&mut self) {
-        for ((topic, partition, _), d) in &mut self.decoders {
-            // No decoder reads a stream's hints at its end: held records keep their own.
-            let origin = stream_end(topic, *partition);
-            finish_contained(d.as_mut(), false, &origin, &Hints::default(), &mut self.out);
-        }
+        self.feed
+            .end_all(|(topic, partition, _)| stream_end(topic, *partition));
     }
 
     /// Takes the batch's rows and offsets; the batch starts empty again. Decoders first
@@ -269,15 +220,18 @@ impl MicroBatch {
             offsets.entry(key).or_insert(next);
         }
         let past_last = offsets.clone();
-        for ((topic, partition, _), d) in &mut self.decoders {
+        for key in self.feed.keys() {
+            let (topic, partition, _) = &key;
             let origin = stream_end(topic, *partition);
-            finish_contained(d.as_mut(), true, &origin, &Hints::default(), &mut self.out);
-            let key = (topic.clone(), *partition);
-            let (Some(next), Some(held)) = (offsets.get_mut(&key), d.held_from()) else {
+            let held = self.feed.release_complete(&key, &origin);
+            let (Some(next), Some(held)) = (offsets.get_mut(&(topic.clone(), *partition)), held)
+            else {
                 continue;
             };
             if *next - held > MAX_HELD_BEHIND {
-                finish_contained(d.as_mut(), false, &origin, &Hints::default(), &mut self.out);
+                // Emitted as it is, as at the end of a file; the partition's next record
+                // gets a fresh decoder.
+                self.feed.end(&key, &origin, &Hints::default());
             } else {
                 *next = (*next).min(held);
             }
@@ -287,9 +241,9 @@ impl MicroBatch {
                 self.held_back.insert(key.clone(), past);
             }
         }
-        let batches = self.out.take_batches();
-        let counts = self.out.counts;
-        self.out = Output::new((self.ingest_time_ns)());
+        let batches = self.feed.take();
+        let counts = self.feed.counts();
+        self.feed.restart((self.ingest_time_ns)());
         self.bytes = 0;
         self.started = None;
         Flushed {
@@ -317,10 +271,11 @@ mod tests {
     use arrow::array::AsArray;
 
     use super::*;
+    use crate::decode::{Decoder, Output};
 
     fn batch(format: Format) -> MicroBatch {
         let topics = HashMap::from([("logs".to_string(), format)]);
-        MicroBatch::new(topics, |f| crate::run::decoder_for(f).ok(), || 0)
+        MicroBatch::new(topics, |f| Some(crate::decode::decoder_for(f)), || 0)
     }
 
     /// Adds one CRI line of `pod` as the next message of `logs`/0.
@@ -505,7 +460,7 @@ mod tests {
             topics,
             |f| match f {
                 Format::Kmsg => Some(Box::new(Broken)),
-                f => crate::run::decoder_for(f).ok(),
+                f => Some(crate::decode::decoder_for(f)),
             },
             || 0,
         );

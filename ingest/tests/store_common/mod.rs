@@ -11,7 +11,9 @@ use arrow::util::display::{ArrayFormatter, FormatOptions};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use whyslow_ingest::store::Store;
 use whyslow_schemas::builders::{EventRow, MetricRow, Scope};
-use whyslow_schemas::{DeadLetterBuilder, EventsBuilder, Layer, MetricsBuilder, Severity, Table};
+use whyslow_schemas::{
+    DeadLetter, DeadLetterBuilder, EventsBuilder, Layer, MetricsBuilder, Origin, Severity, Table,
+};
 
 /// 2026-11-29T00:00:00Z.
 pub const BASE_NS: i64 = 1_795_910_400_000_000_000;
@@ -92,12 +94,16 @@ pub fn dead_letters(range: std::ops::Range<usize>, ingest_time_ns: i64) -> Recor
     let mut b = DeadLetterBuilder::new(ingest_time_ns);
     for i in range {
         let payload = format!("{{\"broken\": {i}");
-        b.append(
-            &format!("input.jsonl:{i}"),
+        let origin = Origin::File {
+            path: "input.jsonl",
+            line: i as u64,
+        };
+        b.append(&DeadLetter::whole(
+            origin,
             "envelope",
             "unexpected end of input",
             payload.as_bytes(),
-        );
+        ));
     }
     b.finish()
 }
