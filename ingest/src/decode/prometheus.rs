@@ -19,7 +19,7 @@
 //! `NaN` gauge (a GPU that stopped answering) is itself evidence.
 //!
 //! **Layer and source** by metric name: `DCGM_*` infrastructure/`dcgm`; `vllm:*`
-//! framework/`vllm`; `kube_*` orchestrator/`kube-state-metrics`; `kueue_*`
+//! framework/`vllm`; `tgi_*` framework/`tgi`; `kube_*` orchestrator/`kube-state-metrics`; `kueue_*`
 //! orchestrator/`kueue`; `problem_counter`, `problem_gauge`
 //! infrastructure/`node-problem-detector`; GKE device-plugin metrics (`duty_cycle`,
 //! `memory_used`, `memory_total`, `tensorcore_utilization`, `memory_bandwidth_utilization`,
@@ -66,6 +66,42 @@
 //! | device plugin `duty_cycle`, `duty_cycle_gpu_node` | `duty_cycle` (percent) |
 //! | device plugin `tensorcore_utilization`, `memory_bandwidth_utilization` | `tensorcore_util`, `memory_bandwidth_util` (percent) |
 //! | device plugin `memory_used`, `memory_total` (and `*_gpu_node`) | `accelerator_memory_used_bytes`, `accelerator_memory_total_bytes` |
+//! | `vllm:num_requests_running`, TGI `tgi_batch_current_size` | `requests_running` |
+//! | `vllm:num_requests_waiting`, TGI `tgi_queue_size` | `requests_waiting` |
+//! | `vllm:kv_cache_usage_perc`, `vllm:gpu_cache_usage_perc` | `kv_cache_usage` (ratio, 0–1) |
+//! | `vllm:num_preemptions_total` | `preemptions_total` |
+//! | `vllm:prompt_tokens_total`, `vllm:generation_tokens_total` | `prompt_tokens_total`, `generation_tokens_total` |
+//! | `vllm:request_success_total`, TGI `tgi_request_success` | `requests_succeeded_total` |
+//! | TGI `tgi_request_count`, `tgi_request_failure` | `requests_total`, `requests_failed_total` |
+//! | `vllm:time_to_first_token_seconds_{bucket,sum,count}` | `ttft_seconds_{bucket,sum,count}` |
+//! | `vllm:inter_token_latency_seconds_*`, `vllm:time_per_output_token_seconds_*` (its deprecated alias) | `inter_token_seconds_*` |
+//! | `vllm:e2e_request_latency_seconds_*`, TGI `tgi_request_duration_*` | `request_seconds_*` (end to end) |
+//! | `vllm:request_queue_time_seconds_*`, TGI `tgi_request_queue_duration_*` | `queue_seconds_*` |
+//! | TGI `tgi_request_inference_duration_*` | `inference_seconds_*` |
+//! | TGI `tgi_request_mean_time_per_token_duration_*` (each request's mean) | `time_per_output_token_seconds_*` |
+//! | TGI `tgi_request_generated_tokens_*`, `tgi_request_input_length_*` | `generated_tokens_per_request_*`, `prompt_tokens_per_request_*` |
+//!
+//! The engines' labels (`model_name`, `finished_reason`, `engine`, TGI's `method`,
+//! `err`) stay in `labels`; their other metrics keep their own names.
+//!
+//! **Serving rates and quantiles** ([`serving`]): per series (scope + engine family +
+//! labels but `le`), within one input or stream, each scrape after the first also gives
+//! rows derived over the interval since the previous one, dated at the newer scrape,
+//! same layer, source, scope and labels (with `__name__` the engine's family name):
+//! - counters: `<name without _total>_per_second` — `preemptions_per_second`,
+//!   `prompt_tokens_per_second`, `generation_tokens_per_second`,
+//!   `requests_succeeded_per_second`, `requests_per_second`, `requests_failed_per_second`;
+//! - latency histograms (`ttft_seconds`, `inter_token_seconds`, `request_seconds`,
+//!   `queue_seconds`, `inference_seconds`, `time_per_output_token_seconds`):
+//!   `<base>_observations` (count delta), and when it is above 0 `<base>_p50`, `_p95`,
+//!   `_p99` (Prometheus' `histogram_quantile` interpolation over the bucket deltas) and
+//!   `<base>_mean` (sum delta / count delta);
+//! - TGI's token histograms: `generation_tokens_per_second`, `prompt_tokens_per_second`
+//!   from their `_sum`.
+//!
+//! A counter or bucket that drops starts the series over (no row for that interval);
+//! the raw samples are stored as always. In SQL:
+//! `SELECT time, pod, value FROM metrics WHERE metric = 'ttft_seconds_p95' AND namespace = 'llm' ORDER BY time`.
 //!
 //! **Events** (layer infrastructure, source `dcgm`, same scope as the sample; per series
 //! = node + GPU + MIG instance `GPU_I_ID`, remembered within one input; the first sample
@@ -87,6 +123,7 @@
 pub mod adapter;
 pub mod gpu_events;
 pub mod names;
+pub mod serving;
 pub mod text;
 
 use whyslow_schemas::builders::{EventRow, MetricRow, Scope};
@@ -104,6 +141,7 @@ pub struct PrometheusDecoder {
     sample: Sample,
     scrape_time: Option<Nanos>,
     states: StateMemory,
+    serving: serving::ServingMemory,
 }
 
 impl PrometheusDecoder {
@@ -320,6 +358,17 @@ impl PrometheusDecoder {
         };
         out.metrics.append(&row, kept.clone().chain(original));
 
+        if let Some(serving_name) = names::serving(family, name) {
+            let cx = serving::Context {
+                time_ns,
+                scope,
+                layer: family.layer(),
+                source: family.source(),
+            };
+            self.serving
+                .observe(serving_name, s, cx, kept.clone(), &mut out.metrics);
+        }
+
         if family != Family::Dcgm {
             return Ok(());
         }
@@ -407,5 +456,6 @@ impl Decoder for PrometheusDecoder {
     fn finish(&mut self, _hints: &Hints, _out: &mut Output) {
         self.scrape_time = None;
         self.states.clear();
+        self.serving.clear();
     }
 }
