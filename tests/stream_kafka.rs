@@ -203,14 +203,15 @@ fn column(store: &Path, table: Table, name: &str) -> Vec<String> {
 /// Asserts the store holds exactly the ids `{prefix}{i}` for i in `range`, once each.
 fn assert_exactly(store: &Path, prefixes: &[(&str, std::ops::Range<u64>)]) {
     let ids = column(store, Table::Events, "event_id");
-    let distinct: BTreeSet<&String> = ids.iter().collect();
+    let distinct: BTreeSet<&str> = ids.iter().map(String::as_str).collect();
     let expected: usize = prefixes.iter().map(|(_, r)| r.clone().count()).sum();
     assert_eq!(distinct.len(), ids.len(), "duplicate rows in the store");
     assert_eq!(ids.len(), expected, "row count");
+    // Records that carry an `id` have the event id `id:<id>` (contracts/envelope.md).
     for (prefix, range) in prefixes {
         for i in range.clone() {
-            let id = format!("{prefix}{i}");
-            assert!(distinct.iter().any(|d| d.ends_with(&id)), "missing {id}");
+            let id = format!("{}{prefix}{i}", whyslow_ingest::decode::envelope::ID_PREFIX);
+            assert!(distinct.contains(id.as_str()), "missing {id}");
         }
     }
 }

@@ -43,9 +43,8 @@ pub async fn analyze_store(store: &Path, selection: &Selection) -> Result<(Repor
 /// `whyslow report`.
 pub async fn run_report(req: &ReportRequest) -> Result<()> {
     if !req.store.exists() {
-        return Err(AnalyzeError::Store {
+        return Err(AnalyzeError::NoStore {
             path: req.store.display().to_string(),
-            detail: "no store here (run whyslow ingest first)".into(),
         });
     }
     if req.persist && req.selection != Selection::default() {
@@ -71,9 +70,9 @@ pub async fn run_report(req: &ReportRequest) -> Result<()> {
         // A read-only store (a snapshot, a shared mount) still gets its report; only the
         // copy of the verdicts in its `slowdowns`/`causes` tables is not refreshed.
         match crate::replay::save_derived(&ctx, &req.store, &a).await {
-            Err(AnalyzeError::ReadOnlyStore { path, detail }) => eprintln!(
+            Err(AnalyzeError::ReadOnlyStore { path, source }) => eprintln!(
                 "whyslow report: the store {path} is read-only, so its slowdowns and causes \
-                 tables were not updated ({detail})."
+                 tables were not updated ({source})."
             ),
             other => {
                 other?;
@@ -120,10 +119,7 @@ pub fn ingest_dir(input: &Path, store: &Path) -> Result<()> {
         .map(|p| p.display().to_string())
         .collect();
     let opts = IngestOptions::new(store, paths, whyslow_ingest::Format::Auto);
-    ingest(&opts).map_err(|e| AnalyzeError::Store {
-        path: store.display().to_string(),
-        detail: e.to_string(),
-    })?;
+    ingest(&opts).map_err(|e| AnalyzeError::store(store, e))?;
     Ok(())
 }
 

@@ -58,9 +58,9 @@ pub enum AnalyzeError {
         #[source]
         source: arrow::error::ArrowError,
     },
-    /// The store could not be read or written, for the reason `detail`.
-    #[error("store {path}: {detail}")]
-    Store { path: String, detail: String },
+    /// There is no store at `path`.
+    #[error("store {path}: no store here (run whyslow ingest first)")]
+    NoStore { path: String },
     /// Opening, reading or writing the store failed (the failure is the source).
     #[error("store {path}: {source}")]
     StoreFailed {
@@ -70,8 +70,15 @@ pub enum AnalyzeError {
     },
     /// The store cannot be written (read-only filesystem, no permission): what was read
     /// from it stands, only saving into it failed.
-    #[error("store {path} is read-only: {detail}")]
-    ReadOnlyStore { path: String, detail: String },
+    #[error("store {path} is read-only: {source}")]
+    ReadOnlyStore {
+        path: String,
+        #[source]
+        source: whyslow_ingest::store::StoreError,
+    },
+    /// The live analyzer's thread could not be started.
+    #[error("cannot start the live analyzer: {0}")]
+    Thread(#[source] std::io::Error),
     /// Writing the report failed.
     #[error("writing the report failed: {0}")]
     Io(#[from] std::io::Error),

@@ -1,10 +1,12 @@
 //! Detectors, layered cause rules, attribution and reports.
 //!
-//! The flow, one module per stage: [`state`] registers the SQL views that rebuild state
-//! from the event log; [`symptoms`] finds slowdowns in metric series; [`causes`] runs the
-//! per-layer SQL rules that propose candidate causes for each; [`attribution`] scores
-//! them, builds causal chains and accounts lost time; [`report`] renders the result.
-//! [`analyze`] runs them in order over a window of a session.
+//! The flow, one module per stage, over a session whose tables and state views
+//! `whyslow-queries` registers: [`analyze`] reads the series with the symptom queries and
+//! runs the stages in order over a window; [`symptoms`] finds slowdowns in metric series;
+//! [`causes`] runs the per-layer SQL rules that propose candidate causes for each;
+//! [`attribution`] scores them, builds causal chains and accounts lost time; [`settle`]
+//! names each finding; [`report`] renders the result and [`output`] writes the derived
+//! tables. [`live`] runs the same analysis after each commit of a stream worker.
 
 pub mod accuracy;
 pub mod analyze;

@@ -114,11 +114,11 @@ pub fn causes_batch(a: &Analysis) -> Result<RecordBatch> {
 /// [`crate::replay::save_derived`] for the rule that writes only what changed).
 pub fn persist(store_root: &Path, a: &Analysis) -> Result<()> {
     let err = |e: whyslow_ingest::store::StoreError| {
-        let (path, detail) = (store_root.display().to_string(), e.to_string());
         if e.is_read_only() {
-            AnalyzeError::ReadOnlyStore { path, detail }
+            let path = store_root.display().to_string();
+            AnalyzeError::ReadOnlyStore { path, source: e }
         } else {
-            AnalyzeError::Store { path, detail }
+            AnalyzeError::store(store_root, e)
         }
     };
     // Waits while a stream worker or an ingest commits.

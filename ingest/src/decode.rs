@@ -1,5 +1,7 @@
 //! The decoder framework: one `Decoder` per real upstream format turns records into rows
-//! of the `events` / `metrics` builders, or rejects them whole to `dead_letters`.
+//! of the `events` / `metrics` builders, or rejects them whole to `dead_letters`. Every
+//! driver — files, Kafka, dead-letter retries — feeds records through one [`Feed`], which
+//! takes each format's decoder from the registry ([`decoder_for`]).
 //!
 //! Accounting rule: for every record it is fed, a decoder calls exactly one of
 //! [`Output::produced`], [`Output::skip`] or [`Output::reject`], so that

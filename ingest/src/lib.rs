@@ -1,4 +1,11 @@
 //! Sources, decoders and the append-only Parquet event log.
+//!
+//! A record's path: a source — a file ([`source`], read by the batch runner [`run`]), a
+//! Kafka message ([`stream`]) or a dead letter retried ([`redecode`]) — hands it to one
+//! [`decode::Feed`], which gives it to its format's decoder from the registry
+//! ([`decode::decoder_for`]) and collects the rows (or the record whole, in
+//! `dead_letters`) as Arrow batches for the [`store`], which commits them as Parquet
+//! segments.
 
 pub mod decode;
 pub mod error;

@@ -90,14 +90,33 @@ fn serve(command: &str, timeout: Duration, rx: Receiver<HookCall>) {
     }
 }
 
+/// An `--on-incident` command that cannot be run.
+#[derive(Debug, thiserror::Error)]
+pub enum BadCommand {
+    /// It starts like a JSON array but is not one of strings.
+    #[error("--on-incident '{command}' is not a JSON array of strings ({source})")]
+    NotArray {
+        command: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The array is empty or its program is.
+    #[error("--on-incident '{command}' names no program")]
+    NoProgram { command: String },
+}
+
 /// The program and arguments of `command`: a JSON array as it is, else `sh -c command`.
-pub fn argv(command: &str) -> Result<Vec<String>, String> {
+pub fn argv(command: &str) -> Result<Vec<String>, BadCommand> {
     if command.trim_start().starts_with('[') {
-        let argv: Vec<String> = serde_json::from_str(command).map_err(|e| {
-            format!("--on-incident '{command}' is not a JSON array of strings ({e})")
-        })?;
+        let argv: Vec<String> =
+            serde_json::from_str(command).map_err(|source| BadCommand::NotArray {
+                command: command.to_string(),
+                source,
+            })?;
         if argv.first().is_none_or(|p| p.is_empty()) {
-            return Err(format!("--on-incident '{command}' names no program"));
+            return Err(BadCommand::NoProgram {
+                command: command.to_string(),
+            });
         }
         return Ok(argv);
     }
@@ -107,7 +126,7 @@ pub fn argv(command: &str) -> Result<Vec<String>, String> {
 /// Runs the command once with the incident on stdin; the error says what went wrong.
 fn run_once(command: &str, call: &HookCall, timeout: Duration) -> Result<(), String> {
     let deadline = Instant::now() + timeout;
-    let argv = argv(command)?;
+    let argv = argv(command).map_err(|e| e.to_string())?;
     let mut child = Command::new(&argv[0])
         .args(&argv[1..])
         .env("WHYSLOW_INCIDENT_ID", &call.incident_id)

@@ -85,7 +85,7 @@ impl LiveAnalyzer {
         let thread = std::thread::Builder::new()
             .name("live-analyzer".into())
             .spawn(move || serve(opts, rx))
-            .map_err(|e| AnalyzeError::Usage(format!("cannot start the live analyzer: {e}")))?;
+            .map_err(AnalyzeError::Thread)?;
         Ok(LiveAnalyzer {
             metrics,
             tx: Some(tx),

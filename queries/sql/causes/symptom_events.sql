@@ -1,6 +1,10 @@
 -- Every event in the scope of every symptom: inside [onset_from, end] (a window starting
 -- before the onset), with how close it is to the symptom: the workload itself, the same
--- GPU, the same node, another node of the workload, or elsewhere in the cluster.
+-- GPU, the same node, another node of the workload, or elsewhere in the cluster. Hardware
+-- is placed by where it happened: an infrastructure event on a GPU or node of the symptom
+-- has that scope even when it also names the workload (a DCGM series labelled with the
+-- workload of the pod on the GPU); one that names the workload on no node known to be
+-- the workload's is 'workload'.
 -- `time` is when the thing began: messages that state their own duration are logged when
 -- it ends (an NCCL watchdog's "ran for N milliseconds", a hung task "blocked for more
 -- than N seconds", an image "pulled in 11m15s", a checkpoint saved or restored "in N s", a compilation finished "in N sec"),
@@ -18,6 +22,9 @@ SELECT sym.slowdown_id, sym.kind AS symptom_kind, sym.start AS onset, sym."end" 
   evt.time AS logged_time, evt.event_id, evt.layer, evt.source, evt.kind, evt.severity, evt.cluster, evt.node, evt.device,
   evt.namespace, evt.workload, evt.pod, evt.run_id, evt.reason, evt.message, evt.attrs,
   CASE
+    WHEN evt.layer = 'infrastructure' AND sg.slowdown_id IS NOT NULL THEN 'gpu'
+    WHEN evt.layer = 'infrastructure' AND sn.level = 'focus' THEN 'node'
+    WHEN evt.layer = 'infrastructure' AND sn.level IS NOT NULL THEN 'workload_nodes'
     WHEN evt.workload IS NOT NULL AND evt.workload = sym.workload
       AND (evt.namespace IS NOT DISTINCT FROM sym.namespace) THEN 'workload'
     WHEN sg.slowdown_id IS NOT NULL THEN 'gpu'

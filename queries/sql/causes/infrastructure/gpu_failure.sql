@@ -6,6 +6,6 @@ SELECT slowdown_id, 'infrastructure.gpu_failure' AS cause, min(scope) AS scope, 
     CASE WHEN device IS NOT NULL THEN concat(' GPU ', device) END, ': ',
     first_value(message ORDER BY time)) AS summary
 FROM (SELECT *, coalesce(attrs['xid'], reason) AS xid FROM symptom_events
-      WHERE kind = 'xid' AND scope IN ('gpu', 'node', 'workload_nodes')) x
+      WHERE kind = 'xid' AND scope IN ('gpu', 'node', 'workload_nodes', 'workload')) x
 WHERE xid IN ('79', '119', '120', '154')
 GROUP BY slowdown_id, node, device;

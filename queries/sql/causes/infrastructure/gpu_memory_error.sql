@@ -6,6 +6,6 @@ SELECT slowdown_id, 'infrastructure.gpu_memory_error' AS cause, min(scope) AS sc
     CASE WHEN device IS NOT NULL THEN concat(' GPU ', device) END, ': ',
     first_value(message ORDER BY time)) AS summary
 FROM (SELECT *, coalesce(attrs['xid'], reason) AS xid FROM symptom_events
-      WHERE kind IN ('xid', 'ecc_error') AND scope IN ('gpu', 'node', 'workload_nodes')) x
+      WHERE kind IN ('xid', 'ecc_error') AND scope IN ('gpu', 'node', 'workload_nodes', 'workload')) x
 WHERE kind = 'ecc_error' OR xid IN ('48', '63', '64', '92', '94', '95', '140')
 GROUP BY slowdown_id, node, device;

@@ -9,5 +9,5 @@ SELECT slowdown_id, 'infrastructure.host_maintenance' AS cause, min(scope) AS sc
 FROM symptom_events
 WHERE (kind = 'maintenance'
        OR reason IN ('MaintenanceEvent', 'TerminationEvent', 'AutoRepair', 'HostError'))
-  AND scope IN ('gpu', 'node', 'workload_nodes')
+  AND scope IN ('gpu', 'node', 'workload_nodes', 'workload')
 GROUP BY slowdown_id, node;

@@ -12,7 +12,7 @@ SELECT slowdown_id, 'infrastructure.host_resource_pressure' AS cause, min(scope)
 FROM symptom_events
 WHERE ((kind IN ('memory_pressure', 'disk_pressure', 'pid_pressure', 'eviction_threshold_met',
                  'hung_task')
-        AND scope IN ('gpu', 'node', 'workload_nodes'))
+        AND scope IN ('gpu', 'node', 'workload_nodes', 'workload'))
     OR (kind = 'evicted' AND scope IN ('workload', 'gpu', 'node')
         AND lower(coalesce(message, '')) LIKE '%low on resource%'))
 GROUP BY slowdown_id, node

@@ -7,5 +7,5 @@ SELECT slowdown_id, 'infrastructure.network_degraded' AS cause, min(scope) AS sc
     first_value(message ORDER BY time)) AS summary
 FROM symptom_events
 WHERE kind IN ('nic_link_down', 'nic_link_flap', 'nic_error')
-  AND scope IN ('gpu', 'node', 'workload_nodes')
+  AND scope IN ('gpu', 'node', 'workload_nodes', 'workload')
 GROUP BY slowdown_id, node;

@@ -8,5 +8,5 @@ SELECT slowdown_id, 'infrastructure.node_failure' AS cause, min(scope) AS scope,
       THEN concat(': ', first_value(message ORDER BY time)) END) AS summary
 FROM symptom_events
 WHERE kind IN ('node_not_ready', 'node_rebooted', 'node_not_responding', 'node_down')
-  AND scope IN ('gpu', 'node', 'workload_nodes')
+  AND scope IN ('gpu', 'node', 'workload_nodes', 'workload')
 GROUP BY slowdown_id, node;

@@ -5,6 +5,6 @@ SELECT slowdown_id, 'infrastructure.nvlink_error' AS cause, min(scope) AS scope,
   concat('NVLink error on ', node, CASE WHEN device IS NOT NULL THEN concat(' GPU ', device) END,
     ': ', first_value(message ORDER BY time)) AS summary
 FROM (SELECT *, coalesce(attrs['xid'], reason) AS xid FROM symptom_events
-      WHERE kind IN ('xid', 'nvlink_error') AND scope IN ('gpu', 'node', 'workload_nodes')) x
+      WHERE kind IN ('xid', 'nvlink_error') AND scope IN ('gpu', 'node', 'workload_nodes', 'workload')) x
 WHERE kind = 'nvlink_error' OR xid IN ('74', '145', '149')
 GROUP BY slowdown_id, node, device;

@@ -15,7 +15,7 @@ SELECT slowdown_id, 'infrastructure.power_throttle' AS cause, min(scope) AS scop
       THEN concat(' (throttle reasons ', first_value(attrs['mask'] ORDER BY time), ')') END)
     AS summary
 FROM symptom_events
-WHERE kind = 'clock_throttle' AND scope IN ('gpu', 'node', 'workload_nodes')
+WHERE kind = 'clock_throttle' AND scope IN ('gpu', 'node', 'workload_nodes', 'workload')
   -- the bits decoded at ingest when the event has a mask; else what it says in words
   AND coalesce(attrs['power'] = 'true',
     coalesce(attrs['throttle'], reason) = 'power'

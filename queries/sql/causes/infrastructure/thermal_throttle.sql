@@ -16,7 +16,7 @@ SELECT slowdown_id, 'infrastructure.thermal_throttle' AS cause, min(scope) AS sc
       THEN concat(' (throttle reasons ', first_value(attrs['mask'] ORDER BY time), ')') END)
     AS summary
 FROM symptom_events
-WHERE kind = 'clock_throttle' AND scope IN ('gpu', 'node', 'workload_nodes')
+WHERE kind = 'clock_throttle' AND scope IN ('gpu', 'node', 'workload_nodes', 'workload')
   -- the bits decoded at ingest when the event has a mask; else what it says in words
   AND coalesce(attrs['thermal'] = 'true',
     coalesce(attrs['throttle'], reason) IN ('thermal', 'hw_slowdown')

@@ -30,8 +30,8 @@ unhealthy AS (
          OR reason IN ('MaintenanceEvent', 'TerminationEvent', 'AutoRepair', 'HostError'))
 ),
 drained AS (
-  SELECT c.slowdown_id, k.time, k.event_id AS killed_id, c.event_id AS cordon_id,
-    k.namespace, k.workload, c.node
+  SELECT c.slowdown_id, k.time, c.time AS cordon_time, k.event_id AS killed_id,
+    c.event_id AS cordon_id, k.namespace, k.workload, c.node
   FROM cordons c
   JOIN symptom_events k ON k.slowdown_id = c.slowdown_id AND k.scope = 'workload'
     AND k.kind = 'killing' AND (k.node = c.node OR k.node IS NULL)
@@ -49,7 +49,8 @@ evidence AS (
     concat(' drained: ', node, ' cordoned, then its pod there killed') AS what
   FROM drained
   UNION ALL
-  SELECT slowdown_id, min(time), cordon_id, min(namespace), min(workload),
+  -- the cordon dated when it came: the drain began there
+  SELECT slowdown_id, min(cordon_time), cordon_id, min(namespace), min(workload),
     concat(' drained: ', min(node), ' cordoned, then its pod there killed') AS what
   FROM drained
   GROUP BY slowdown_id, cordon_id
