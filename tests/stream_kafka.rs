@@ -223,11 +223,13 @@ fn hundred_thousand_messages_over_four_partitions_exactly_once() {
     produce_events(&broker, "env100k", 4, "a-", 0..100_000);
     let store = tempfile::tempdir().unwrap();
     let worker = start_worker(store.path(), &broker, "g100k", "env100k=envelope");
+    // A liveness bound, not a speed test (27 s alone here; the binary's other tests and
+    // their brokers share the machine).
     wait_rows(
         store.path(),
         Table::Events,
         100_000,
-        Duration::from_secs(300),
+        Duration::from_secs(900),
     );
     stop_gracefully(worker);
     assert_exactly(store.path(), &[("a-", 0..100_000)]);

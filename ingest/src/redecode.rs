@@ -162,10 +162,13 @@ pub struct Letter<'a> {
 }
 
 impl Letter<'_> {
-    /// Whether the payload is its record cut short.
+    /// Whether the payload is its record cut short: by its recorded length, or (a letter
+    /// stored before lengths were) by the words its reason then said so with.
     fn is_cut(&self) -> bool {
-        self.record_bytes
-            .is_some_and(|n| n > self.payload.len() as u64)
+        match self.record_bytes {
+            Some(n) => n > self.payload.len() as u64,
+            None => self.error.contains("(payload cut to its first"),
+        }
     }
 }
 
@@ -261,6 +264,13 @@ pub fn retry_input(
             fates.push(Fate::NotFed("its payload was cut at the size cap"));
             continue;
         }
+        if letter.payload.is_empty() {
+            // What a decoder that failed at an input's end says it lost: nothing to read.
+            fates.push(Fate::NotFed(
+                "it holds no record (a decoder's failure report)",
+            ));
+            continue;
+        }
         let start = feed.output().row_counts();
         last_origin = Some(origin);
         fates.push(
@@ -272,9 +282,10 @@ pub fn retry_input(
             },
         );
     }
+    let before_end = feed.output().row_counts();
     if let Some(origin) = last_origin {
-        // A failed end drops what it appended and adds a dead letter: the last letter's
-        // range then holds a rejection, and it stays.
+        // A failed end drops what it appended and adds a dead letter: the last fed
+        // letter's output then holds a rejection, and it stays.
         feed.end(&(), &origin, &hints);
     }
     let end = feed.output().row_counts();
@@ -283,7 +294,10 @@ pub fn retry_input(
     let mut keep_events = vec![false; events.num_rows()];
     let mut keep_metrics = vec![false; metrics.num_rows()];
     let mut attempts = Vec::with_capacity(letters.len());
-    let mut next = end;
+    let mut next = before_end;
+    // What the decoder emitted at the input's end (held records) belongs to the last
+    // letter fed and read, whatever was refused after it.
+    let mut tail = Some((before_end, end));
     // Backwards, so that each letter's range ends where the next fed one starts.
     for fate in fates.iter().rev() {
         let start = match *fate {
@@ -298,19 +312,26 @@ pub fn retry_input(
                 continue;
             }
         };
-        let rows = (next.events - start.events) + (next.metrics - start.metrics);
-        let rejected = next.dead > start.dead;
-        attempts.push(match (rows > 0, rejected) {
-            (true, true) => Attempt::Partial,
-            (true, false) => {
-                keep_events[start.events..next.events].fill(true);
-                keep_metrics[start.metrics..next.metrics].fill(true);
+        let ranges = [Some((start, next)), tail.take()];
+        let ranges = ranges.iter().flatten();
+        let rows: usize = ranges
+            .clone()
+            .map(|(a, b)| (b.events - a.events) + (b.metrics - a.metrics))
+            .sum();
+        let first_rejection = ranges.clone().find(|(a, b)| b.dead > a.dead);
+        attempts.push(match (rows > 0, first_rejection) {
+            (true, Some(_)) => Attempt::Partial,
+            (true, None) => {
+                for (a, b) in ranges {
+                    keep_events[a.events..b.events].fill(true);
+                    keep_metrics[a.metrics..b.metrics].fill(true);
+                }
                 Attempt::Moved
             }
-            (false, false) => Attempt::Skipped,
-            (false, true) => Attempt::Rejected {
+            (false, None) => Attempt::Skipped,
+            (false, Some((a, _))) => Attempt::Rejected {
                 reason: errors
-                    .map(|e| e.value(start.dead).to_string())
+                    .map(|e| e.value(a.dead).to_string())
                     .unwrap_or_default(),
             },
         });
@@ -318,8 +339,10 @@ pub fn retry_input(
     }
     attempts.reverse();
     // Rows a decoder holds back (a traceback) come out with a later letter; when one is
-    // kept whole, letters without rows of their own may be what led to them: kept too.
-    if attempts.contains(&Attempt::Partial) {
+    // kept whole, or refused (what the decoder held may be gone with its failure),
+    // letters without rows of their own may be what led to them: kept too.
+    let refused = fates.iter().any(|f| matches!(f, Fate::Refused(..)));
+    if refused || attempts.contains(&Attempt::Partial) {
         for a in &mut attempts {
             if *a == Attempt::Skipped {
                 *a = Attempt::Partial;
@@ -461,17 +484,53 @@ impl<'a> LetterColumns<'a> {
                 offset: int(self.offset)?,
             })
         };
+        let source_ref = self.source_ref.value(i);
+        let (origin, part) = match file.or_else(kafka) {
+            Some(o) => (Some(o), int(self.part).and_then(|p| u64::try_from(p).ok())),
+            None => legacy_origin(source_ref),
+        };
         Letter {
             ingest_time_ns: self.ingest_time.value(i),
-            source_ref: self.source_ref.value(i),
-            origin: file.or_else(kafka),
-            part: int(self.part).and_then(|p| u64::try_from(p).ok()),
+            source_ref,
+            origin,
+            part,
             format: self.format.value(i),
             error: self.error.value(i),
             payload: self.payload.value(i),
             record_bytes: int(self.record_bytes).and_then(|n| u64::try_from(n).ok()),
         }
     }
+}
+
+/// The origin of a letter stored before letters recorded it in fields, read from its
+/// `source_ref` as whyslow wrote it then: `path:line`, `topic/partition/offset`, or that
+/// followed by ` line N` for one line of a message. Anything else: unknown.
+fn legacy_origin(source_ref: &str) -> (Option<Origin<'_>>, Option<u64>) {
+    let (message, part) = match source_ref.rsplit_once(" line ") {
+        Some((m, n)) if n.parse::<u64>().is_ok() => (m, n.parse().ok()),
+        _ => (source_ref, None),
+    };
+    if part.is_none()
+        && let Some((path, line)) = message.rsplit_once(':')
+        && !path.is_empty()
+        && let Ok(line) = line.parse::<u64>()
+    {
+        // Kafka topics allow only [a-zA-Z0-9._-]: a ref ending in `:N` is a file.
+        return (Some(Origin::File { path, line }), None);
+    }
+    let mut parts = message.rsplitn(3, '/');
+    if let (Some(offset), Some(partition), Some(topic)) = (parts.next(), parts.next(), parts.next())
+        && !topic.is_empty()
+        && let (Ok(partition), Ok(offset)) = (partition.parse(), offset.parse())
+    {
+        let origin = Origin::Kafka {
+            topic,
+            partition,
+            offset,
+        };
+        return (Some(origin), part);
+    }
+    (None, None)
 }
 
 /// How long a replay waits for the writer lock while a stream worker commits.
@@ -682,6 +741,11 @@ mod tests {
     const XID: &str = "2024-11-15T12:02:03,470068+00:00 NVRM: Xid (PCI:0000:19:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at physAddr 0x12bac1c3e0 partition 2, subpartition 1.";
     const RAW_XID: &str = "4,3974,227986678,-;NVRM: Xid (PCI:0000:19:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at physAddr 0x12bac1c3e0 partition 2, subpartition 1.";
     const STEP: &str = "2026-11-29T10:06:00.200000000Z stdout F step: 20  loss: 11.83506  grad_norm:  9.6669  memory: 48.87GiB(51.44%)  tps: 4,376  tflops: 253.41  mfu: 25.62%";
+    const TB_HEAD: &str =
+        "2026-11-29T10:06:00.200000000Z stderr F Traceback (most recent call last):";
+    const TB_FRAME: &str =
+        "2026-11-29T10:06:00.300000000Z stderr F   File \"train.py\", line 10, in <module>";
+    const TB_ERR: &str = "2026-11-29T10:06:00.400000000Z stderr F KeyError: 'x'";
     const POD_LOG: &str =
         "/var/log/pods/llm_finetune-0-abcde_5d5626d4-f0d1-46c7-be99-adea03bbfbee/trainer/0.log";
 
@@ -783,15 +847,53 @@ mod tests {
         assert_eq!(attempt(&l, Some(Format::Auto)), Attempt::Moved);
     }
 
-    /// A letter stored before letters recorded their origin is not guessed at.
+    /// A letter without a known origin is not guessed at; one stored before letters
+    /// recorded their origin in fields is read from its `source_ref` as written then.
     #[test]
-    fn a_letter_without_its_origin_is_left_as_it_is() {
+    fn letters_without_origin_fields() {
         let mut l = letter(file("n.log", 1), "kmsg", XID.as_bytes());
         l.origin = None;
-        l.source_ref = "n.log:1";
         let r = retry_letter(&l, None, &Hints::default(), 5);
         assert!(matches!(r.attempts[..], [Attempt::NotRetried(_)]), "{r:?}");
         assert_eq!(r.events.num_rows(), 0);
+        assert_eq!(
+            legacy_origin("/a/b:c/n.log:17"),
+            (Some(file("/a/b:c/n.log", 17)), None)
+        );
+        assert_eq!(
+            legacy_origin("dcgm/0/7 line 3"),
+            (Some(kafka("dcgm", 0, 7)), Some(3))
+        );
+        assert_eq!(
+            legacy_origin("logs/3/5:9"),
+            (Some(file("logs/3/5", 9)), None)
+        );
+        for other in ["", ":4", "/1/2", "topic/x/3", "a line 3", "t/0/x line 2"] {
+            assert_eq!(legacy_origin(other), (None, None), "{other}");
+        }
+    }
+
+    /// What the decoder emits at the end of an input is the last read letter's, even when
+    /// a letter after it is refused (here, over the size limit).
+    #[test]
+    fn rows_emitted_at_the_end_belong_to_the_last_letter_read() {
+        let big = vec![b'x'; crate::decode::MAX_RECORD_BYTES + 1];
+        let letters = [
+            letter(file(POD_LOG, 1), "container-log", TB_HEAD.as_bytes()),
+            letter(file(POD_LOG, 2), "container-log", TB_FRAME.as_bytes()),
+            letter(file(POD_LOG, 3), "container-log", TB_ERR.as_bytes()),
+            letter(file(POD_LOG, 4), "container-log", &big),
+        ];
+        let r = retry_input(&letters, None, &Hints::default(), 5);
+        assert_eq!(r.attempts[2], Attempt::Moved, "{r:?}");
+        assert_eq!(r.events.num_rows(), 1, "the traceback's event");
+        assert!(matches!(r.attempts[3], Attempt::NotRetried(_)), "{r:?}");
+        // The letters that led to it are not removed as rowless: kept.
+        assert_eq!(
+            r.attempts[..2],
+            [Attempt::Partial, Attempt::Partial],
+            "{r:?}"
+        );
     }
 
     /// Letters of one input share a decoder; each one's rows are told apart.

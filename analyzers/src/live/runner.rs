@@ -72,7 +72,8 @@ pub struct LiveSummary {
 /// A commit observer that runs the analyzers on a thread of its own.
 pub struct LiveAnalyzer {
     metrics: LiveMetrics,
-    tx: Option<Sender<Committed>>,
+    /// Each commit with the store as it left it.
+    tx: Option<Sender<(Store, Committed)>>,
     thread: Option<JoinHandle<LiveSummary>>,
     summary: LiveSummary,
 }
@@ -109,10 +110,10 @@ impl LiveAnalyzer {
 }
 
 impl CommitObserver for LiveAnalyzer {
-    fn committed(&mut self, _store: &Store, commit: &Committed) {
+    fn committed(&mut self, store: &Store, commit: &Committed) {
         if let Some(tx) = &self.tx {
             // The thread only stops after `stop`, so sending cannot fail before it.
-            let _ = tx.send(*commit);
+            let _ = tx.send((store.clone(), *commit));
         }
     }
 
@@ -132,7 +133,7 @@ impl Drop for LiveAnalyzer {
 }
 
 /// The analyzer thread: one analysis per wake-up, however many commits it covers.
-fn serve(mut opts: LiveOptions, rx: Receiver<Committed>) -> LiveSummary {
+fn serve(mut opts: LiveOptions, rx: Receiver<(Store, Committed)>) -> LiveSummary {
     let mut summary = LiveSummary::default();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -154,7 +155,7 @@ fn serve(mut opts: LiveOptions, rx: Receiver<Committed>) -> LiveSummary {
     let mut tracker = Tracker::new();
     let mut alerts = opts.alertmanager.take();
     loop {
-        let first = match rx.recv_timeout(RESEND) {
+        let (mut store, first) = match rx.recv_timeout(RESEND) {
             Ok(c) => c,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 // No commit for a while: firing alerts are sent again all the same.
@@ -169,7 +170,9 @@ fn serve(mut opts: LiveOptions, rx: Receiver<Committed>) -> LiveSummary {
         };
         let mut earliest = first.arrivals.map(|a| a.0);
         let mut written = first.rows_written;
-        while let Ok(more) = rx.try_recv() {
+        while let Ok((newer, more)) = rx.try_recv() {
+            // The store as the latest commit left it (every earlier commit is in it).
+            store = newer;
             written += more.rows_written;
             if let Some((lo, _)) = more.arrivals {
                 earliest = Some(earliest.map_or(lo, |e| e.min(lo)));
@@ -196,7 +199,7 @@ fn serve(mut opts: LiveOptions, rx: Receiver<Committed>) -> LiveSummary {
         }
         summary.analyses += 1;
         let started = std::time::Instant::now();
-        let analyzed = runtime.block_on(analyze_window(&opts));
+        let analyzed = runtime.block_on(analyze_window(&opts, &store));
         opts.metrics
             .analysis_seconds
             .observe(started.elapsed().as_secs_f64());
@@ -307,13 +310,13 @@ fn window_of(store: &Store, window: Duration) -> Option<WindowStart> {
 
 type Window = (Vec<Sighting>, i64, bool);
 
-/// Analyzes the last `opts.window` of data; `None` when the store holds no data yet.
-async fn analyze_window(opts: &LiveOptions) -> Result<Option<Window>> {
-    let store = Store::open(&opts.store).map_err(|e| AnalyzeError::store(&opts.store, e))?;
-    let Some(WindowStart { from, truncated }) = window_of(&store, opts.window) else {
+/// Analyzes the last `opts.window` of data of `store` (the store as the stream worker's
+/// commit left it); `None` when it holds no data yet.
+async fn analyze_window(opts: &LiveOptions, store: &Store) -> Result<Option<Window>> {
+    let Some(WindowStart { from, truncated }) = window_of(store, opts.window) else {
         return Ok(None);
     };
-    let ctx = whyslow_queries::session_over(&store)
+    let ctx = whyslow_queries::session_over(store)
         .await
         .map_err(|e| AnalyzeError::store(&opts.store, e))?;
     let selection = Selection {

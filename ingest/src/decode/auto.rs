@@ -444,6 +444,9 @@ struct HeldDocument {
     line: u64,
     bytes: Vec<u8>,
     lines: u64,
+    /// The document's whole length, lines and newlines (more than `bytes` holds once it
+    /// overflows).
+    full_len: u64,
     overflow: bool,
     /// It opened with `{`: a JSON document, or a malformed first JSON line.
     json: bool,
@@ -587,6 +590,7 @@ impl Decoder for AutoDecoder {
             out.begin_record();
             out.skip();
             doc.lines += 1;
+            doc.full_len += bytes.len() as u64 + 1;
             if doc.bytes.len() + bytes.len() < crate::decode::MAX_RECORD_BYTES {
                 doc.bytes.extend_from_slice(bytes);
                 doc.bytes.push(b'\n');
@@ -608,6 +612,7 @@ impl Decoder for AutoDecoder {
             self.doc = Some(HeldDocument {
                 path: path.to_string(),
                 line: *line,
+                full_len: held.len() as u64,
                 bytes: held,
                 lines: 1,
                 overflow: false,
@@ -633,7 +638,16 @@ impl Decoder for AutoDecoder {
                     "{origin}: document over the {} byte limit",
                     crate::decode::MAX_RECORD_BYTES
                 );
-                out.reject(&origin, Format::Auto, &reason, &doc.bytes);
+                // Kept as far as it was held, with its whole length: a cut record.
+                out.reject_letter(&whyslow_schemas::DeadLetter {
+                    record_bytes: doc.full_len,
+                    ..whyslow_schemas::DeadLetter::whole(
+                        origin,
+                        Format::Auto.name(),
+                        &reason,
+                        &doc.bytes,
+                    )
+                });
             } else {
                 let format = detect(&doc.bytes).unwrap_or(Format::K8s);
                 self.route(format, &doc.bytes, &origin, hints, out);

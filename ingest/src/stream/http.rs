@@ -160,7 +160,7 @@ mod tests {
         for _ in 0..3 * MAX_CONNECTIONS {
             idle.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
         }
-        let resp = tokio::time::timeout(Duration::from_secs(30), get(&addr, "/metrics"))
+        let resp = tokio::time::timeout(Duration::from_secs(120), get(&addr, "/metrics"))
             .await
             .expect("answered while idle connections wait");
         server.abort();

@@ -16,8 +16,10 @@ SELECT slowdown_id, 'infrastructure.power_throttle' AS cause, min(scope) AS scop
     AS summary
 FROM symptom_events
 WHERE kind = 'clock_throttle' AND scope IN ('gpu', 'node', 'workload_nodes', 'workload')
-  -- the bits decoded at ingest when the event has a mask; else what it says in words
+  -- the bits decoded at ingest when the event has a mask (for an event stored before
+  -- they were, its mask decoded here); else what it says in words
   AND coalesce(attrs['power'] = 'true',
+    throttle_power(coalesce(attrs['mask'], attrs['value'])),
     coalesce(attrs['throttle'], reason) = 'power'
     OR lower(coalesce(attrs['reasons'], '')) LIKE '%power%')
 GROUP BY slowdown_id, node, device

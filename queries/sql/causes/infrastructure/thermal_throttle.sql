@@ -17,8 +17,10 @@ SELECT slowdown_id, 'infrastructure.thermal_throttle' AS cause, min(scope) AS sc
     AS summary
 FROM symptom_events
 WHERE kind = 'clock_throttle' AND scope IN ('gpu', 'node', 'workload_nodes', 'workload')
-  -- the bits decoded at ingest when the event has a mask; else what it says in words
+  -- the bits decoded at ingest when the event has a mask (for an event stored before
+  -- they were, its mask decoded here); else what it says in words
   AND coalesce(attrs['thermal'] = 'true',
+    throttle_thermal(coalesce(attrs['mask'], attrs['value'])),
     coalesce(attrs['throttle'], reason) IN ('thermal', 'hw_slowdown')
     OR lower(coalesce(attrs['reasons'], '')) LIKE '%thermal%')
 GROUP BY slowdown_id, node, device
