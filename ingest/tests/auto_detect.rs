@@ -175,6 +175,15 @@ const EXPECTED: &[(&str, Option<Format>)] = &[
         Some(Prometheus),
     ),
     ("node-problem-detector/npd-systemd-monitor.json", None),
+    ("serving/SOURCES.md", Some(ContainerLog)),
+    (
+        "serving/tgi-2.x-datadog-integrations-core-excerpt.prom",
+        Some(Prometheus),
+    ),
+    (
+        "serving/vllm-0.5-opt-125m-datadog-integrations-core.prom",
+        Some(Prometheus),
+    ),
     ("training-logs/SOURCES.md", Some(ContainerLog)),
     (
         "training-logs/kubeflow-trainer-deepspeed-mpi-t5-8ranks.log",
@@ -373,10 +382,15 @@ fn every_committed_sample() {
 fn every_shared_sample_when_present() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/samples");
     if root.is_dir() {
-        // Per-folder SOURCES.md files and the collectors' samples exist only in fixtures.
+        // Per-folder SOURCES.md files and the collectors' and serving engines' samples
+        // exist only in fixtures.
         let only_in_fixtures = EXPECTED
             .iter()
-            .filter(|(p, _)| p.ends_with("/SOURCES.md") || p.starts_with("collectors/"))
+            .filter(|(p, _)| {
+                p.ends_with("/SOURCES.md")
+                    || p.starts_with("collectors/")
+                    || p.starts_with("serving/")
+            })
             .count();
         assert_eq!(check_samples(&root), EXPECTED.len() - only_in_fixtures);
     }
