@@ -7,7 +7,7 @@ use std::sync::Arc;
 use arrow::array::{
     ArrayRef, Float64Builder, Int32Builder, RecordBatch, StringBuilder, TimestampNanosecondBuilder,
 };
-use arrow::datatypes::{DataType, Field, Schema};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 use whyslow_schemas::tables::timestamp_type;
@@ -114,16 +114,11 @@ fn arrow_err(what: &'static str) -> impl Fn(arrow::error::ArrowError) -> Analyze
     move |source| AnalyzeError::Arrow { what, source }
 }
 
-/// Registers (or replaces) the `symptoms` and `symptom_scope` tables and the views the
-/// rules read (`symptom_events`, `symptom_throttle_shares`, `symptom_level_rates`).
-pub async fn register(
-    ctx: &SessionContext,
-    symptoms: &[SymptomRow],
-    scope: &[ScopeRow],
-) -> Result<()> {
+/// The columns of the `symptoms` table the rules read (also what a test registers).
+pub fn symptoms_schema() -> SchemaRef {
     let s = |n: &str| Field::new(n, DataType::Utf8, true);
     let t = |n: &str| Field::new(n, timestamp_type(), false);
-    let schema = Arc::new(Schema::new(vec![
+    Arc::new(Schema::new(vec![
         s("slowdown_id"),
         s("namespace"),
         s("workload"),
@@ -136,7 +131,17 @@ pub async fn register(
         t("onset_from"),
         Field::new("baseline", DataType::Float64, true),
         Field::new("observed", DataType::Float64, true),
-    ]));
+    ]))
+}
+
+/// Registers (or replaces) the `symptoms` and `symptom_scope` tables and the views the
+/// rules read (`symptom_events`, `symptom_throttle_shares`, `symptom_level_rates`).
+pub async fn register(
+    ctx: &SessionContext,
+    symptoms: &[SymptomRow],
+    scope: &[ScopeRow],
+) -> Result<()> {
+    let schema = symptoms_schema();
     let mut text: Vec<StringBuilder> = (0..6).map(|_| StringBuilder::new()).collect();
     let mut rank = Int32Builder::new();
     let mut times: Vec<TimestampNanosecondBuilder> = (0..3).map(|_| ts_builder()).collect();
@@ -173,6 +178,7 @@ pub async fn register(
     let batch = RecordBatch::try_new(schema.clone(), cols).map_err(arrow_err("symptoms"))?;
     replace_table(ctx, "symptoms", schema, batch)?;
 
+    let s = |n: &str| Field::new(n, DataType::Utf8, true);
     let schema = Arc::new(Schema::new(vec![
         s("slowdown_id"),
         s("node"),

@@ -70,7 +70,7 @@ use whyslow_analyzers::causes::{self, ScopeRow, SymptomRow};
 use whyslow_analyzers::sql::ts_param;
 use whyslow_analyzers::symptoms::SymptomKind;
 use whyslow_schemas::Table;
-use whyslow_schemas::tables::{string_map_type, timestamp_type};
+use whyslow_schemas::tables::string_map_type;
 
 type Result<T> = std::result::Result<T, DataFusionError>;
 
@@ -232,22 +232,7 @@ fn stored_default(name: &str, cols: &[ArrayRef], n: usize) -> Result<Option<Arra
 
 /// The input columns of `\symptoms`: the analyzers' `symptoms` table.
 fn symptoms_schema() -> SchemaRef {
-    let s = |n: &str, null| Field::new(n, DataType::Utf8, null);
-    let t = |n: &str| Field::new(n, timestamp_type(), false);
-    Arc::new(Schema::new(vec![
-        s("slowdown_id", false),
-        s("namespace", true),
-        s("workload", true),
-        s("run_id", true),
-        s("kind", false),
-        s("metric", true),
-        Field::new("rank", DataType::Int32, true),
-        t("start"),
-        t("end"),
-        t("onset_from"),
-        Field::new("baseline", DataType::Float64, true),
-        Field::new("observed", DataType::Float64, true),
-    ]))
+    whyslow_analyzers::causes::symptoms_schema()
 }
 
 fn scope_schema() -> SchemaRef {
