@@ -306,7 +306,7 @@ fn unknown(symptom: &Symptom, weak: &[(&Candidate, f64)], rules_run: usize) -> A
         format!("evidence too weak or too far: {}", weak.join(", "))
     };
     let what = match symptom.kind {
-        SymptomKind::Pending => "the wait",
+        SymptomKind::Pending | SymptomKind::CapacityShortfall => "the wait",
         _ => "the slowdown",
     };
     Attributed {

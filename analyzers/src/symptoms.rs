@@ -1,8 +1,10 @@
 //! Symptom detectors: statistics over metric series (pulled with SQL) that find stalls,
-//! restarts, regressions, stragglers, throughput drops and pending workloads, each with
+//! restarts, regressions, stragglers, throughput drops and pending workloads, and a serving
+//! workload's latency regressions and capacity shortfalls, each with
 //! its window, baseline, observed value and lost time as `contracts/report.md` defines.
 
 pub mod gpu_straggler;
+pub mod latency;
 pub mod pace;
 pub mod pending;
 pub mod progress;
@@ -10,6 +12,7 @@ pub mod regression;
 pub mod restore;
 pub mod run;
 pub mod save_cadence;
+pub mod serving;
 pub mod stats;
 pub mod straggler;
 pub mod throughput;
@@ -48,9 +51,25 @@ pub enum SymptomKind {
     Straggler,
     ThroughputDrop,
     Pending,
+    /// A serving workload answers slower than its own baseline at comparable load.
+    LatencyRegression,
+    /// A serving workload runs fewer ready replicas than it asked for.
+    CapacityShortfall,
 }
 
 impl SymptomKind {
+    /// Every kind, in the order of `contracts/report.md`.
+    pub const ALL: &'static [SymptomKind] = &[
+        SymptomKind::Stall,
+        SymptomKind::Restart,
+        SymptomKind::Regression,
+        SymptomKind::Straggler,
+        SymptomKind::ThroughputDrop,
+        SymptomKind::Pending,
+        SymptomKind::LatencyRegression,
+        SymptomKind::CapacityShortfall,
+    ];
+
     /// The id used in tables and reports.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -60,6 +79,8 @@ impl SymptomKind {
             SymptomKind::Straggler => "straggler",
             SymptomKind::ThroughputDrop => "throughput_drop",
             SymptomKind::Pending => "pending",
+            SymptomKind::LatencyRegression => "latency_regression",
+            SymptomKind::CapacityShortfall => "capacity_shortfall",
         }
     }
 }
@@ -172,6 +193,13 @@ pub struct DetectorConfig {
     pub min_lost_seconds: f64,
     /// The shortest bucket of the wall-clock pace series regressions are found in.
     pub pace_bucket_seconds: f64,
+    /// The smallest relative rise of a serving latency above its expectation that is a
+    /// latency regression...
+    pub latency_min_rel: f64,
+    /// ...and never within this many times its noise (robust standard deviations)...
+    pub latency_noise_k: f64,
+    /// ...sustained at least this many seconds.
+    pub latency_min_seconds: f64,
 }
 
 impl Default for DetectorConfig {
@@ -189,6 +217,9 @@ impl Default for DetectorConfig {
             pending_min_seconds: 60.0,
             min_lost_seconds: 20.0,
             pace_bucket_seconds: 300.0,
+            latency_min_rel: 0.3,
+            latency_noise_k: 4.0,
+            latency_min_seconds: 300.0,
         }
     }
 }

@@ -252,14 +252,6 @@ fn opt_str(col: &ArrayRef, i: usize) -> Option<String> {
 }
 
 fn symptom_rows(b: &RecordBatch) -> Result<Vec<SymptomRow>> {
-    const KINDS: [SymptomKind; 6] = [
-        SymptomKind::Stall,
-        SymptomKind::Restart,
-        SymptomKind::Regression,
-        SymptomKind::Straggler,
-        SymptomKind::ThroughputDrop,
-        SymptomKind::Pending,
-    ];
     let c = |i: usize| b.column(i);
     let ts = |i: usize, r: usize| c(i).as_primitive::<TimestampNanosecondType>().value(r);
     let float = |i: usize, r: usize| {
@@ -271,7 +263,7 @@ fn symptom_rows(b: &RecordBatch) -> Result<Vec<SymptomRow>> {
     for r in 0..b.num_rows() {
         // Required columns of the schema: not null.
         let kind = opt_str(c(4), r).unwrap_or_default();
-        let kind = KINDS
+        let kind = SymptomKind::ALL
             .iter()
             .find(|k| k.as_str() == kind)
             .ok_or_else(|| usage(format!("no symptom kind {kind}")))?

@@ -83,6 +83,10 @@ causes! {
     DataloaderStall => "framework.dataloader_stall", Framework;
     /// One rank is slow and holds back the rest.
     StragglerRank => "framework.straggler_rank", Framework;
+    /// A serving workload receives far more requests than its own baseline.
+    RequestSurge => "framework.request_surge", Framework;
+    /// A serving engine's KV cache is full: requests preempted, swapped or recomputed.
+    KvCachePressure => "framework.kv_cache_pressure", Framework;
     /// The run's configuration changed against its baseline.
     ConfigChange => "framework.config_change", Framework;
     /// The symptom is real; nothing in the log explains it.
@@ -135,7 +139,7 @@ mod tests {
                 None => assert_eq!(c, Cause::Unknown),
             }
         }
-        assert_eq!(Cause::ALL.len(), 27);
+        assert_eq!(Cause::ALL.len(), 29);
         assert!("infrastructure.cosmic_ray".parse::<Cause>().is_err());
     }
 }

@@ -80,7 +80,8 @@ pub fn specificity(cause: Cause) -> f64 {
         NetworkDegraded | StorageSlow | HostResourcePressure | Recompilation | DataloaderStall => {
             0.8
         }
-        QuotaWait | CollectiveTimeout | NoisyNeighbor => 0.75,
+        QuotaWait | CollectiveTimeout | NoisyNeighbor | KvCachePressure => 0.75,
+        RequestSurge => 0.7,
         CrashLoop | ScaleChange | CheckpointSave | CheckpointRestore | ConfigChange => 0.7,
         StragglerRank => 0.6,
         Unknown => 0.0,
@@ -134,6 +135,32 @@ pub fn fit(cause: Cause, kind: SymptomKind) -> f64 {
             ImagePull,
             Eviction,
         ],
+        // A serving workload's latency: its load, its engine's memory, its GPUs' clocks,
+        // what shares its nodes, fewer replicas for the same traffic.
+        LatencyRegression => &[
+            RequestSurge,
+            KvCachePressure,
+            ThermalThrottle,
+            PowerThrottle,
+            NoisyNeighbor,
+            ScaleChange,
+            ConfigChange,
+            HostResourcePressure,
+        ],
+        // The missing replica's: its admission, placement, start, or the loss of the
+        // node or GPU it ran on.
+        CapacityShortfall => &[
+            QuotaWait,
+            Preemption,
+            SchedulingFailure,
+            ImagePull,
+            Eviction,
+            NodeFailure,
+            GpuFailure,
+            HostMaintenance,
+            CrashLoop,
+            OomKilled,
+        ],
     };
     let medium: &[Cause] = match kind {
         Stall | Restart => &[CheckpointSave, DataloaderStall, Recompilation, ScaleChange],
@@ -151,6 +178,17 @@ pub fn fit(cause: Cause, kind: SymptomKind) -> f64 {
             HostResourcePressure,
             CrashLoop,
         ],
+        LatencyRegression => &[
+            GpuMemoryError,
+            NvlinkError,
+            NetworkDegraded,
+            NodeFailure,
+            GpuFailure,
+            HostMaintenance,
+            Preemption,
+            Eviction,
+        ],
+        CapacityShortfall => &[GpuMemoryError, HostResourcePressure],
     };
     // Medium and weak fits temper a score without deciding a verdict on their own: the
     // evidence's timing, place and strength do.
@@ -167,7 +205,9 @@ pub fn fit(cause: Cause, kind: SymptomKind) -> f64 {
 pub fn score(c: &Candidate, kind: SymptomKind, onset_ns: i64, end_ns: i64) -> Score {
     Score {
         temporal: match kind {
-            SymptomKind::Regression | SymptomKind::ThroughputDrop => {
+            SymptomKind::Regression
+            | SymptomKind::ThroughputDrop
+            | SymptomKind::LatencyRegression => {
                 temporal_with_grace(c.time_ns, onset_ns, end_ns, PACE_GRACE_S)
             }
             _ => temporal(c.time_ns, onset_ns, end_ns),
@@ -261,8 +301,10 @@ pub fn leads_to(upstream: Cause, downstream: Cause) -> bool {
             StragglerRank,
         ],
         StragglerRank => &[CollectiveTimeout],
+        // More requests fill the engine's cache.
+        RequestSurge => &[KvCachePressure],
         QuotaWait | SchedulingFailure | CheckpointSave | CheckpointRestore | Recompilation
-        | DataloaderStall | Unknown => &[],
+        | DataloaderStall | KvCachePressure | Unknown => &[],
     };
     upstream != downstream && next.contains(&downstream)
 }

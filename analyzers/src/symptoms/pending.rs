@@ -26,6 +26,14 @@ fn waits(kind: &str) -> bool {
     )
 }
 
+/// Marks that one of a workload's pods was lost (the taint manager evicting it from a
+/// node gone NotReady; a node that comes back within the toleration keeps its pods): a
+/// serving workload waits for its replacement from then. (A job's lost pod stops its
+/// run: a stall or restart tells that.)
+pub fn lost(kind: &str) -> bool {
+    kind == "taint_manager_eviction"
+}
+
 /// Marks that a workload runs: its containers started (where the kubelet's events are
 /// there; image pulls live between Scheduled and them), else its pods placed.
 fn runs(kind: &str, containers: bool) -> bool {
@@ -79,8 +87,8 @@ pub fn waits_of(events: &[Lifecycle], horizon_ns: i64) -> Vec<(i64, i64, bool)> 
     for e in events {
         let k = e.kind.as_str();
         pulls.see(k);
-        if waits(k) {
-            // An eviction while running, or a first sign of waiting, opens a wait.
+        if waits(k) || lost(k) {
+            // An eviction or a loss while running, or a first sign of waiting, opens a wait.
             if since.is_none() {
                 since = Some(e.time_ns);
                 pulls = Pulls::default();
@@ -345,5 +353,32 @@ mod tests {
             )
             .is_empty()
         );
+    }
+
+    #[test]
+    fn a_lost_replica_is_waited_for_from_its_loss() {
+        // Replica b's node went NotReady; the taint manager evicts b at 1000 s, the
+        // ReplicaSet creates c, which runs at 1500 s. An earlier replica started in 30 s.
+        let events = vec![
+            pod_ev(0, "created", "a"),
+            pod_ev(30, "container_started", "a"),
+            pod_ev(1000, "taint_manager_eviction", "b"),
+            pod_ev(1001, "created", "c"),
+            pod_ev(1010, "scheduled", "c"),
+            pod_ev(1500, "container_started", "c"),
+        ];
+        assert!(lost("taint_manager_eviction") && !lost("killing"));
+        assert_eq!(
+            waits_of(&events, 2000 * S),
+            vec![(0, 30 * S, false), (1000 * S, 1500 * S, false)]
+        );
+        let found = detect(
+            &WorkloadKey::default(),
+            &events,
+            &DetectorConfig::default(),
+            2000 * S,
+        );
+        assert_eq!(found.len(), 1);
+        assert!((found[0].lost_seconds - 470.0).abs() < 1e-9);
     }
 }

@@ -2,17 +2,19 @@
 -- started or finished, containers started, image pulls; a pod gated or given a Kueue
 -- Workload; an inventory's pod placed) inside the window, in time order, with the pod
 -- each names (a controller's `Created pod: X` / `Deleted pod: X` names X): the input of
--- the pending detector and of each run's end.
+-- the pending detector and of each run's end. A pod's loss (the taint manager evicting it
+-- from a node gone NotReady) opens a serving workload's wait for its replacement.
 SELECT namespace, workload, run_id, kind, time,
   coalesce(pod, CASE WHEN lower(attrs['child_kind']) = 'pod' THEN attrs['child_name'] END) AS pod
 FROM events
 WHERE workload IS NOT NULL
-  AND kind IN ('pending', 'failed_scheduling', 'evicted', 'preempted', 'suspended', 'requeued',
+  AND (kind IN ('pending', 'failed_scheduling', 'evicted', 'preempted', 'suspended', 'requeued',
                'created', 'admitted', 'resumed', 'quota_reserved', 'scheduled', 'started',
                'run_started', 'finished', 'completed', 'run_finished', 'deleted',
                'saw_completed_job',
                'container_started', 'image_pulling', 'image_pulled', 'image_pull_failed',
                'pod_unschedulable', 'workload_created', 'pod_placed')
+       OR (kind = 'taint_manager_eviction' AND pod IS NOT NULL))
   -- A controller creating a child Job (a CronJob's run, a JobSet's replicated Job) does not
   -- wait for it: that Job is a workload of its own.
   AND NOT (kind = 'created' AND coalesce(attrs['child_kind'], '') = 'Job')

@@ -2,7 +2,8 @@
 -- `scaled` Deployment/Job/JobSet, or the job controller deleting some of its pods
 -- (SuccessfulDelete) when nothing evicted, preempted or suspended it around then. Not a
 -- cause of a pending replica: the scale-up that created it is why it exists, not why it
--- waits (quota, capacity, an image pull say that).
+-- waits (quota, capacity, an image pull say that). Of a serving workload's latency, only
+-- fewer replicas are a cause: a scale-up during it is the autoscaler answering it.
 WITH stops AS (
   SELECT slowdown_id, time FROM symptom_events
   WHERE scope = 'workload' AND kind IN ('evicted', 'preempted', 'suspended', 'descheduled')
@@ -16,8 +17,9 @@ SELECT e.slowdown_id, 'orchestrator.scale_change' AS cause, 'workload' AS scope,
 FROM symptom_events e
 LEFT JOIN stops x ON x.slowdown_id = e.slowdown_id
   AND x.time >= e.time - INTERVAL '2 minutes' AND x.time <= e.time + INTERVAL '2 minutes'
-WHERE e.scope = 'workload' AND e.symptom_kind <> 'pending'
+WHERE e.scope = 'workload' AND e.symptom_kind NOT IN ('pending', 'capacity_shortfall')
   AND (e.kind IN ('scaled', 'slice_replaced')
        OR (e.kind = 'deleted' AND lower(coalesce(e.attrs['child_kind'], '')) = 'pod'))
   AND x.slowdown_id IS NULL
+  AND NOT (e.symptom_kind = 'latency_regression' AND coalesce(e.attrs['direction'], '') = 'up')
 GROUP BY e.slowdown_id;

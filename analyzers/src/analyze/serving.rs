@@ -1,0 +1,97 @@
+//! The serving side of the analysis: which workloads serve, their engines' series per
+//! replica and minute (`symptoms/serving_series.sql`) combined into the workload's, and
+//! their latency regressions.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use datafusion::prelude::SessionContext;
+
+use super::read::Params;
+use crate::Result;
+use crate::columns::Columns;
+use crate::sql::{self, symptoms as q};
+use crate::symptoms::serving::{Combine, ReplicaSample, combine};
+use crate::symptoms::{DetectorConfig, Point, Symptom, WorkloadKey, WorkloadName, latency};
+
+/// The buckets of `symptoms/serving_series.sql`.
+pub const SERVING_BUCKET_NS: i64 = 60 * 1_000_000_000;
+
+/// Workloads whose replicas serve (`symptoms/serving_workloads.sql`).
+pub async fn read_serving_workloads(
+    ctx: &SessionContext,
+    params: &Params,
+) -> Result<BTreeSet<WorkloadName>> {
+    let mut out = BTreeSet::new();
+    for b in sql::collect(ctx, q::SERVING_WORKLOADS, params).await? {
+        let c = Columns::new(&b, q::SERVING_WORKLOADS.path);
+        let (ns, w) = (c.strings("namespace")?, c.strings("workload")?);
+        for i in 0..b.num_rows() {
+            out.insert((ns[i].clone(), w[i].clone()));
+        }
+    }
+    Ok(out)
+}
+
+/// Each serving workload's series (whyslow names), its replicas combined.
+pub async fn read_serving_series(
+    ctx: &SessionContext,
+    params: &Params,
+) -> Result<BTreeMap<WorkloadName, BTreeMap<String, Vec<Point>>>> {
+    let mut rows: BTreeMap<WorkloadName, BTreeMap<String, Vec<ReplicaSample>>> = BTreeMap::new();
+    let file = q::SERVING_SERIES.path;
+    for b in sql::collect(ctx, q::SERVING_SERIES, params).await? {
+        let c = Columns::new(&b, file);
+        let (ns, w, pod, metric) = (
+            c.strings("namespace")?,
+            c.strings("workload")?,
+            c.strings("pod")?,
+            c.strings("metric")?,
+        );
+        let (time, value) = (c.times("time")?, c.floats("value")?);
+        for i in 0..b.num_rows() {
+            let (Some(m), Some(t), Some(v)) = (&metric[i], time[i], value[i]) else {
+                continue;
+            };
+            rows.entry((ns[i].clone(), w[i].clone()))
+                .or_default()
+                .entry(m.clone())
+                .or_default()
+                .push(ReplicaSample {
+                    pod: pod[i].clone(),
+                    time_ns: t,
+                    value: v,
+                });
+        }
+    }
+    Ok(rows
+        .into_iter()
+        .map(|(wk, metrics)| {
+            let combined = metrics
+                .into_iter()
+                .map(|(m, samples)| {
+                    let pts = combine(&samples, Combine::of(&m), SERVING_BUCKET_NS);
+                    (m, pts)
+                })
+                .collect();
+            (wk, combined)
+        })
+        .collect())
+}
+
+/// The latency regressions of every serving workload.
+pub fn detect_latency(
+    series: &BTreeMap<WorkloadName, BTreeMap<String, Vec<Point>>>,
+    cfg: &DetectorConfig,
+    horizon: i64,
+) -> Vec<Symptom> {
+    let mut out = Vec::new();
+    for (wk, s) in series {
+        let key = WorkloadKey {
+            namespace: wk.0.clone(),
+            workload: wk.1.clone(),
+            run_id: None,
+        };
+        out.extend(latency::detect(&key, s, SERVING_BUCKET_NS, cfg, horizon));
+    }
+    out
+}

@@ -1,0 +1,413 @@
+//! Latency regressions of a serving workload: its p95 latency (time to first token,
+//! between tokens, whole request) above what its own data says that latency is at the
+//! same request rate, by more than its noise, for a sustained time.
+//!
+//! The expected latency at a load is fitted over the window as `ln latency = a + b ln
+//! rate` (Theil–Sen: robust to the incident's own minutes), with the slope kept in
+//! `0..=1` (a busier engine is not faster, and below saturation its latency grows no
+//! faster than its load) and fitted on the load's ordinary range only (its 5th to 95th
+//! percentile), so a surge far past anything ordinary is not explained by itself. A
+//! diurnal rise in traffic thus moves the expected latency with it; a surge, a throttled
+//! GPU, a full KV cache or a neighbour do not. `lost_seconds` is the time the latency
+//! spent above the expectation by more than the noise (`contracts/report.md`).
+
+use std::collections::BTreeMap;
+
+use super::stats::median;
+use super::{DetectorConfig, Point, Symptom, SymptomKind, WorkloadKey, plot_of};
+
+/// The latency series whyslow derives, with the name the report gives them (the p95 of
+/// each). TGI's mean time per output token stands for the time between tokens where an
+/// engine reports no gaps of its own.
+pub const LATENCIES: [(&str, &str); 4] = [
+    ("ttft_seconds_p95", "ttft_seconds"),
+    ("inter_token_seconds_p95", "inter_token_seconds"),
+    ("time_per_output_token_seconds_p95", "inter_token_seconds"),
+    ("request_seconds_p95", "request_seconds"),
+];
+
+/// The load series, most direct first: requests arriving (TGI), requests finished (vLLM),
+/// tokens.
+pub const LOADS: [&str; 4] = [
+    "requests_per_second",
+    "requests_succeeded_per_second",
+    "prompt_tokens_per_second",
+    "generation_tokens_per_second",
+];
+
+/// The fewest points the load relation is fitted on, and the fewest ordinary points a
+/// regression is measured against.
+const MIN_FIT: usize = 12;
+const MIN_ORDINARY: usize = 10;
+/// Pairs of points closer in load than this (in ln) say nothing about the slope.
+const MIN_PAIR_SPREAD: f64 = 0.1;
+/// The load spread (10th to 90th percentile, in ln) below which the load is taken as
+/// constant.
+const MIN_LOAD_SPREAD: f64 = 0.15;
+/// The points the slope's pairs are drawn from at most (evenly spaced).
+const MAX_FIT_POINTS: usize = 300;
+/// The floor of the noise (in ln): no series is quieter than 2%.
+const MIN_NOISE: f64 = 0.02;
+
+/// A regression of one latency series, before the series of a workload are merged.
+#[derive(Debug, Clone, PartialEq)]
+struct Run {
+    metric: &'static str,
+    start_ns: i64,
+    end_ns: i64,
+    /// The buckets above the expectation.
+    above: Vec<i64>,
+    baseline: f64,
+    observed: f64,
+}
+
+/// `ln latency = a + b ln load` fitted on the ordinary load range.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Fit {
+    a: f64,
+    b: f64,
+    /// The median ln load, for points without a load of their own.
+    typical_z: f64,
+}
+
+impl Fit {
+    fn expected(&self, z: Option<f64>) -> f64 {
+        self.a + self.b * z.unwrap_or(self.typical_z)
+    }
+}
+
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn fit(points: &[(f64, Option<f64>)]) -> Fit {
+    let mut zs: Vec<f64> = points.iter().filter_map(|(_, z)| *z).collect();
+    zs.sort_by(f64::total_cmp);
+    let all_x: Vec<f64> = points.iter().map(|(x, _)| *x).collect();
+    if zs.len() < MIN_FIT {
+        return Fit {
+            a: median(&all_x).unwrap_or(0.0),
+            b: 0.0,
+            typical_z: 0.0,
+        };
+    }
+    let typical_z = quantile(&zs, 0.5);
+    let (lo, hi) = (quantile(&zs, 0.05), quantile(&zs, 0.95));
+    let ordinary: Vec<(f64, f64)> = points
+        .iter()
+        .filter_map(|&(x, z)| z.filter(|z| *z >= lo && *z <= hi).map(|z| (x, z)))
+        .collect();
+    let mut oz: Vec<f64> = ordinary.iter().map(|(_, z)| *z).collect();
+    oz.sort_by(f64::total_cmp);
+    let spread = if oz.is_empty() {
+        0.0
+    } else {
+        quantile(&oz, 0.9) - quantile(&oz, 0.1)
+    };
+    let mut b = 0.0;
+    if ordinary.len() >= MIN_FIT && spread >= MIN_LOAD_SPREAD {
+        let step = ordinary.len().div_ceil(MAX_FIT_POINTS);
+        let picked: Vec<(f64, f64)> = ordinary.iter().step_by(step).copied().collect();
+        let mut slopes = Vec::new();
+        for (i, p) in picked.iter().enumerate() {
+            for q in &picked[i + 1..] {
+                let dz = q.1 - p.1;
+                if dz.abs() >= MIN_PAIR_SPREAD {
+                    slopes.push((q.0 - p.0) / dz);
+                }
+            }
+        }
+        if slopes.len() >= MIN_FIT {
+            b = median(&slopes).unwrap_or(0.0).clamp(0.0, 1.0);
+        }
+    }
+    let rest: Vec<f64> = if ordinary.len() >= MIN_FIT {
+        ordinary.iter().map(|(x, z)| x - b * z).collect()
+    } else {
+        points
+            .iter()
+            .map(|(x, z)| x - b * z.unwrap_or(typical_z))
+            .collect()
+    };
+    Fit {
+        a: median(&rest).unwrap_or(0.0),
+        b,
+        typical_z,
+    }
+}
+
+/// The regressions of one latency series, `latency` and `load` one point per bucket of
+/// `bucket_ns` (`load` may miss buckets or be empty).
+fn runs(
+    metric: &'static str,
+    latency: &[Point],
+    load: &BTreeMap<i64, f64>,
+    bucket_ns: i64,
+    cfg: &DetectorConfig,
+) -> Vec<Run> {
+    let pts: Vec<(i64, f64, Option<f64>)> = latency
+        .iter()
+        .filter(|p| p.value > 0.0 && p.value.is_finite())
+        .map(|p| {
+            let z = load
+                .get(&p.time_ns)
+                .filter(|r| **r > 0.0 && r.is_finite())
+                .map(|r| r.ln());
+            (p.time_ns, p.value.ln(), z)
+        })
+        .collect();
+    if pts.len() < MIN_FIT {
+        return Vec::new();
+    }
+    let f = fit(&pts.iter().map(|(_, x, z)| (*x, *z)).collect::<Vec<_>>());
+    let resid: Vec<f64> = pts.iter().map(|(_, x, z)| x - f.expected(*z)).collect();
+    let centre = median(&resid).unwrap_or(0.0);
+    let dev: Vec<f64> = resid.iter().map(|r| (r - centre).abs()).collect();
+    let noise = (1.4826 * median(&dev).unwrap_or(0.0)).max(MIN_NOISE);
+    let threshold = (1.0 + cfg.latency_min_rel)
+        .ln()
+        .max(cfg.latency_noise_k * noise);
+    let above: Vec<bool> = resid.iter().map(|r| r - centre > threshold).collect();
+    let ordinary = above.iter().filter(|a| !**a).count();
+    if ordinary < MIN_ORDINARY {
+        return Vec::new();
+    }
+    // Runs of points above, bridging one ordinary point (or one missing bucket) between.
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for i in (0..pts.len()).filter(|&i| above[i]) {
+        match groups.last_mut() {
+            Some(g)
+                if {
+                    let last = *g.last().unwrap_or(&i);
+                    i - last <= 2 && pts[i].0 - pts[last].0 <= 3 * bucket_ns
+                } =>
+            {
+                g.push(i)
+            }
+            _ => groups.push(vec![i]),
+        }
+    }
+    let mut out = Vec::new();
+    for g in groups {
+        let (Some(&first), Some(&last)) = (g.first(), g.last()) else {
+            continue;
+        };
+        let (start_ns, end_ns) = (pts[first].0, pts[last].0 + bucket_ns);
+        if g.len() < 3 || ((end_ns - start_ns) as f64) < cfg.latency_min_seconds * 1e9 {
+            continue;
+        }
+        let zs: Vec<f64> = g.iter().filter_map(|&i| pts[i].2).collect();
+        let z = median(&zs);
+        let xs: Vec<f64> = g.iter().map(|&i| pts[i].1).collect();
+        out.push(Run {
+            metric,
+            start_ns,
+            end_ns,
+            above: g.iter().map(|&i| pts[i].0).collect(),
+            baseline: (f.expected(z) + centre).exp(),
+            observed: median(&xs).unwrap_or(0.0).exp(),
+        });
+    }
+    out
+}
+
+/// The latency regressions of one serving workload from its combined series (whyslow
+/// names, one point per bucket of `bucket_ns`): one symptom per time the workload was
+/// slow, however many of its latencies show it, named by the latency that rose most.
+pub fn detect(
+    key: &WorkloadKey,
+    series: &BTreeMap<String, Vec<Point>>,
+    bucket_ns: i64,
+    cfg: &DetectorConfig,
+    horizon_ns: i64,
+) -> Vec<Symptom> {
+    let load: BTreeMap<i64, f64> = LOADS
+        .iter()
+        .filter_map(|m| series.get(*m))
+        .find(|pts| 2 * pts.iter().filter(|p| p.value > 0.0).count() >= pts.len().max(1))
+        .map(|pts| pts.iter().map(|p| (p.time_ns, p.value)).collect())
+        .unwrap_or_default();
+    let mut all: Vec<Run> = Vec::new();
+    let mut named: Vec<&str> = Vec::new();
+    for (engine, name) in LATENCIES {
+        // The time between tokens once, from the engine's own gaps where it has them.
+        let Some(pts) = series.get(engine) else {
+            continue;
+        };
+        if named.contains(&name) {
+            continue;
+        }
+        named.push(name);
+        all.extend(runs(name, pts, &load, bucket_ns, cfg));
+    }
+    all.sort_by_key(|r| (r.start_ns, r.end_ns, r.metric));
+    // Runs of different latencies that overlap are one slowdown.
+    let mut merged: Vec<Vec<Run>> = Vec::new();
+    for r in all {
+        match merged.last_mut() {
+            Some(g) if g.iter().any(|o| r.start_ns <= o.end_ns) => g.push(r),
+            _ => merged.push(vec![r]),
+        }
+    }
+    let mut out = Vec::new();
+    for g in merged {
+        let Some(lead) = g.iter().max_by(|a, b| {
+            (a.observed / a.baseline)
+                .total_cmp(&(b.observed / b.baseline))
+                .then(b.metric.cmp(a.metric))
+        }) else {
+            continue;
+        };
+        let start_ns = g.iter().map(|r| r.start_ns).min().unwrap_or(lead.start_ns);
+        let end_ns = g.iter().map(|r| r.end_ns).max().unwrap_or(lead.end_ns);
+        let mut above: Vec<i64> = g.iter().flat_map(|r| r.above.iter().copied()).collect();
+        above.sort_unstable();
+        above.dedup();
+        let ongoing = end_ns + 2 * bucket_ns >= horizon_ns;
+        let engine = LATENCIES
+            .iter()
+            .find(|(e, n)| *n == lead.metric && series.contains_key(*e))
+            .map(|(e, _)| *e);
+        let plot = engine
+            .and_then(|e| series.get(e))
+            .map(|pts| {
+                let near: Vec<Point> = pts
+                    .iter()
+                    .filter(|p| {
+                        p.time_ns >= start_ns - 3_600_000_000_000
+                            && p.time_ns <= end_ns + 1_800_000_000_000
+                    })
+                    .copied()
+                    .collect();
+                plot_of(&near, 400)
+            })
+            .unwrap_or_default();
+        out.push(Symptom {
+            key: key.clone(),
+            kind: SymptomKind::LatencyRegression,
+            start_ns,
+            end_ns: end_ns.min(horizon_ns.max(start_ns)),
+            ongoing,
+            lost_seconds: above.len() as f64 * bucket_ns as f64 / 1e9,
+            baseline: Some(lead.baseline),
+            observed: Some(lead.observed),
+            metric: Some(lead.metric.to_string()),
+            rank: None,
+            plot,
+            restored: false,
+            gpu: None,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const M: i64 = 60_000_000_000;
+
+    /// A deterministic wobble in -1..1.
+    fn wobble(i: i64) -> f64 {
+        ((i * 7919 % 101) as f64 / 50.0) - 1.0
+    }
+
+    fn series(
+        minutes: i64,
+        load: impl Fn(i64) -> f64,
+        latency: impl Fn(i64, f64) -> f64,
+    ) -> BTreeMap<String, Vec<Point>> {
+        let mut out: BTreeMap<String, Vec<Point>> = BTreeMap::new();
+        for i in 0..minutes {
+            let r = load(i);
+            let p = |v| Point {
+                time_ns: i * M,
+                step: None,
+                value: v,
+            };
+            out.entry("requests_succeeded_per_second".into())
+                .or_default()
+                .push(p(r));
+            out.entry("ttft_seconds_p95".into())
+                .or_default()
+                .push(p(latency(i, r)));
+        }
+        out
+    }
+
+    fn diurnal(i: i64) -> f64 {
+        // From 4 to 12 requests/s and back over 3 hours, with noise.
+        8.0 - 4.0 * (i as f64 * std::f64::consts::TAU / 180.0).cos() + 0.3 * wobble(i)
+    }
+
+    #[test]
+    fn latency_that_follows_the_daily_load_is_not_a_regression() {
+        let s = series(180, diurnal, |i, r| {
+            0.08 * (r / 4.0).powf(0.8) * (1.0 + 0.04 * wobble(i + 3))
+        });
+        let found = detect(&WorkloadKey::default(), &s, M, &DetectorConfig::default(), 180 * M);
+        assert!(found.is_empty(), "{found:?}");
+    }
+
+    #[test]
+    fn a_slower_gpu_at_the_same_load_is_a_regression() {
+        let s = series(180, diurnal, |i, r| {
+            let slow = if (100..130).contains(&i) { 1.8 } else { 1.0 };
+            slow * 0.08 * (r / 4.0).powf(0.8) * (1.0 + 0.04 * wobble(i + 3))
+        });
+        let found = detect(&WorkloadKey::default(), &s, M, &DetectorConfig::default(), 180 * M);
+        assert_eq!(found.len(), 1, "{found:?}");
+        let f = &found[0];
+        assert_eq!(f.kind, SymptomKind::LatencyRegression);
+        assert_eq!(f.metric.as_deref(), Some("ttft_seconds"));
+        assert_eq!((f.start_ns, f.end_ns), (100 * M, 130 * M));
+        assert_eq!(f.lost_seconds, 1800.0);
+        let ratio = f.observed.unwrap() / f.baseline.unwrap();
+        assert!((1.6..2.0).contains(&ratio), "{ratio}");
+    }
+
+    #[test]
+    fn a_surge_past_the_ordinary_load_is_a_regression() {
+        // Steady load, then three times as many requests queue up for 25 minutes.
+        let load = |i: i64| {
+            let base = 6.0 + 0.4 * wobble(i);
+            if (90..115).contains(&i) { 3.0 * base } else { base }
+        };
+        let s = series(180, load, |i, r| {
+            let queue = if r > 10.0 { 4.0 } else { 1.0 };
+            queue * 0.1 * (1.0 + 0.05 * wobble(i + 11))
+        });
+        let found = detect(&WorkloadKey::default(), &s, M, &DetectorConfig::default(), 180 * M);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!((found[0].start_ns, found[0].end_ns), (90 * M, 115 * M));
+    }
+
+    #[test]
+    fn a_short_spike_is_not_sustained() {
+        let s = series(120, |i| 6.0 + 0.3 * wobble(i), |i, _| {
+            if (60..63).contains(&i) { 0.5 } else { 0.1 * (1.0 + 0.03 * wobble(i)) }
+        });
+        assert!(detect(&WorkloadKey::default(), &s, M, &DetectorConfig::default(), 120 * M).is_empty());
+    }
+
+    #[test]
+    fn overlapping_latencies_are_one_slowdown() {
+        let mut s = series(150, |i| 6.0 + 0.3 * wobble(i), |i, _| {
+            if (80..110).contains(&i) { 0.3 } else { 0.1 * (1.0 + 0.03 * wobble(i)) }
+        });
+        let e2e: Vec<Point> = (0..150)
+            .map(|i| Point {
+                time_ns: i * M,
+                step: None,
+                value: if (85..112).contains(&i) { 9.0 } else { 2.0 + 0.05 * wobble(i) },
+            })
+            .collect();
+        s.insert("request_seconds_p95".into(), e2e);
+        let found = detect(&WorkloadKey::default(), &s, M, &DetectorConfig::default(), 150 * M);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].metric.as_deref(), Some("request_seconds"));
+        assert_eq!((found[0].start_ns, found[0].end_ns), (80 * M, 112 * M));
+        assert_eq!(found[0].lost_seconds, 32.0 * 60.0);
+    }
+}

@@ -1,0 +1,67 @@
+-- framework.kv_cache_pressure: a serving engine's KV cache ran full during the latency
+-- regression, so requests were preempted (recomputed or swapped) or held back: the share
+-- of its replicas' cache samples at 90% or more during the slowdown against the two hours
+-- around it, and preemptions per second (each replica's mean, summed) during against
+-- around. A cache that was as full before explains nothing new.
+-- Strength: the rise of the full share (1 at +50 points), at least 0.8 where preemptions
+-- began or tripled with it.
+WITH sym AS (
+  SELECT slowdown_id, namespace, workload, start, "end" FROM symptoms
+  WHERE kind = 'latency_regression'
+),
+samples AS (
+  SELECT s.slowdown_id, m.metric, m.pod, m.value,
+    CASE WHEN m.time >= s.start AND m.time <= s."end" THEN 'during' ELSE 'outside' END AS part
+  FROM sym s
+  JOIN serving_samples m ON m.workload = s.workload
+    AND (m.namespace IS NOT DISTINCT FROM s.namespace)
+    AND m.metric IN ('kv_cache_usage', 'preemptions_per_second')
+    AND m.time >= s.start - INTERVAL '1 hour' AND m.time <= s."end" + INTERVAL '1 hour'
+    AND NOT (m.time > s.start - INTERVAL '2 minutes' AND m.time < s.start)
+    AND NOT (m.time > s."end" AND m.time < s."end" + INTERVAL '2 minutes')
+    AND m.value = m.value
+),
+cache AS (
+  SELECT slowdown_id,
+    avg(CASE WHEN part = 'during' THEN CASE WHEN value >= 0.9 THEN 1.0 ELSE 0.0 END END) AS full_during,
+    coalesce(avg(CASE WHEN part = 'outside' THEN CASE WHEN value >= 0.9 THEN 1.0 ELSE 0.0 END END), 0.0)
+      AS full_outside,
+    max(CASE WHEN part = 'during' THEN value END) AS peak
+  FROM samples WHERE metric = 'kv_cache_usage'
+  GROUP BY slowdown_id
+),
+preempt_pods AS (
+  SELECT slowdown_id, pod, part, avg(value) AS value
+  FROM samples WHERE metric = 'preemptions_per_second'
+  GROUP BY slowdown_id, pod, part
+),
+preempt AS (
+  SELECT slowdown_id,
+    sum(CASE WHEN part = 'during' THEN value END) AS during,
+    coalesce(sum(CASE WHEN part = 'outside' THEN value END), 0.0) AS outside
+  FROM preempt_pods GROUP BY slowdown_id
+),
+scored AS (
+  SELECT c.slowdown_id, c.full_during, c.full_outside, c.peak, p.during AS pre_during,
+    p.outside AS pre_outside,
+    greatest((c.full_during - c.full_outside) / 0.5,
+      CASE WHEN p.during > 0 AND p.during > 3 * p.outside AND c.full_during >= 0.2
+        THEN 0.8 ELSE 0.0 END) AS raw
+  FROM cache c
+  LEFT JOIN preempt p ON p.slowdown_id = c.slowdown_id
+  WHERE c.full_during IS NOT NULL
+)
+SELECT x.slowdown_id, 'framework.kv_cache_pressure' AS cause, 'workload' AS scope,
+  CAST(NULL AS VARCHAR) AS node, CAST(NULL AS VARCHAR) AS device, s.start AS time,
+  NULL AS evidence,
+  concat('KV cache full (90% or more) in ', CAST(CAST(round(100 * x.full_during) AS BIGINT) AS VARCHAR),
+    '% of the replicas'' samples during the slowdown (',
+    CAST(CAST(round(100 * x.full_outside) AS BIGINT) AS VARCHAR), '% around it), at most ',
+    CAST(CAST(round(100 * x.peak) AS BIGINT) AS VARCHAR), '%',
+    CASE WHEN x.pre_during IS NOT NULL
+      THEN concat('; ', CAST(round(60 * x.pre_during, 1) AS VARCHAR), ' preemptions/min against ',
+        CAST(round(60 * x.pre_outside, 1) AS VARCHAR)) END) AS summary,
+  least(1.0, x.raw) AS strength
+FROM scored x
+JOIN sym s ON s.slowdown_id = x.slowdown_id
+WHERE x.raw > 0;

@@ -1,0 +1,46 @@
+-- A serving engine's samples (vLLM, TGI, or any exporter writing the same whyslow names:
+-- request latency quantiles, request and token rates, queue depth, KV cache use,
+-- preemptions) with the workload each belongs to: the one the sample names, else its pod's
+-- (any controller: a Deployment's replicas included), else the workload whose name the pod's
+-- name extends (`<deployment>-<hash>-<id>`, the longest such name), as a scrape of a
+-- replica that started before the data names only its pod.
+CREATE OR REPLACE VIEW serving_samples AS
+WITH serving AS (
+  SELECT * FROM metrics
+  WHERE metric IN ('ttft_seconds_p95', 'inter_token_seconds_p95',
+                   'time_per_output_token_seconds_p95', 'request_seconds_p95',
+                   'requests_per_second', 'requests_succeeded_per_second',
+                   'prompt_tokens_per_second', 'generation_tokens_per_second',
+                   'requests_waiting', 'requests_running', 'kv_cache_usage',
+                   'preemptions_per_second')
+),
+pods AS (
+  SELECT DISTINCT namespace, pod FROM serving WHERE workload IS NULL AND pod IS NOT NULL
+),
+placed AS (
+  SELECT namespace, pod, min(workload) AS workload
+  FROM pod_placements WHERE pod IS NOT NULL AND workload IS NOT NULL
+  GROUP BY namespace, pod
+),
+named AS (
+  SELECT namespace, pod, workload FROM (
+    SELECT p.namespace, p.pod, w.workload,
+      row_number() OVER (PARTITION BY p.namespace, p.pod
+                         ORDER BY length(w.workload) DESC, w.workload) AS rn
+    FROM pods p
+    JOIN (SELECT DISTINCT namespace, workload FROM events WHERE workload IS NOT NULL) w
+      ON (p.namespace IS NOT DISTINCT FROM w.namespace)
+      AND starts_with(p.pod, concat(w.workload, '-'))
+  ) x WHERE rn = 1
+),
+owners AS (
+  SELECT p.namespace, p.pod, coalesce(pl.workload, n.workload) AS workload
+  FROM pods p
+  LEFT JOIN placed pl ON pl.pod = p.pod AND (pl.namespace IS NOT DISTINCT FROM p.namespace)
+  LEFT JOIN named n ON n.pod = p.pod AND (n.namespace IS NOT DISTINCT FROM p.namespace)
+)
+SELECT s.time, s.source, s.metric, s.value, s.cluster, s.node, s.namespace,
+  coalesce(s.workload, o.workload) AS workload, s.pod
+FROM serving s
+LEFT JOIN owners o ON o.pod = s.pod AND (o.namespace IS NOT DISTINCT FROM s.namespace)
+  AND s.workload IS NULL;
