@@ -313,6 +313,30 @@ pub fn parse_glog_prefix(s: &str, year_ref: Nanos) -> Option<Stamp> {
     })
 }
 
+/// The prefix absl's logging writes before `absl::InitializeLog()` (XLA, jaxlib,
+/// TensorFlow): the glog layout with a zero date and the epoch seconds in the seconds
+/// field, `I0000 00:00:1770735834.933187`.
+pub fn parse_absl_epoch_prefix(s: &str) -> Option<Stamp> {
+    let b = s.as_bytes();
+    if !matches!(b.first(), Some(b'I' | b'W' | b'E' | b'F')) || !s[1..].starts_with("0000 00:00:") {
+        return None;
+    }
+    let start = 12;
+    let int_len = b[start..].iter().take_while(|c| c.is_ascii_digit()).count();
+    if !(9..=11).contains(&int_len) {
+        return None;
+    }
+    let secs: i64 = s[start..start + int_len].parse().ok()?;
+    let (frac_ns, flen) = fraction(b, start + int_len);
+    Some(Stamp {
+        ns: secs
+            .checked_mul(1_000_000_000)?
+            .checked_add(i64::from(frac_ns))?,
+        len: start + int_len + flen,
+        has_offset: false,
+    })
+}
+
 /// An epoch timestamp written as a decimal string, read exactly (no float rounding):
 /// whole numbers by magnitude as [`from_epoch_integer`] (Prometheus 0.0.4 writes
 /// milliseconds), numbers with a fraction as seconds (OpenMetrics: `1520879607.789`).

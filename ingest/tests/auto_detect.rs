@@ -175,6 +175,15 @@ const EXPECTED: &[(&str, Option<Format>)] = &[
         Some(Prometheus),
     ),
     ("node-problem-detector/npd-systemd-monitor.json", None),
+    ("profiles/SOURCES.md", Some(ContainerLog)),
+    (
+        "profiles/lux-reactant-xla-profiler-session.log",
+        Some(ContainerLog),
+    ),
+    (
+        "profiles/nsight-systems-nsys-profile-console-nsys-easy-issue-1.txt",
+        Some(ContainerLog),
+    ),
     ("serving/SOURCES.md", Some(ContainerLog)),
     (
         "serving/tgi-2.x-datadog-integrations-core-excerpt.prom",
@@ -382,14 +391,15 @@ fn every_committed_sample() {
 fn every_shared_sample_when_present() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/samples");
     if root.is_dir() {
-        // Per-folder SOURCES.md files and the collectors' and serving engines' samples
-        // exist only in fixtures.
+        // Per-folder SOURCES.md files and the collectors', serving engines' and profilers'
+        // samples exist only in fixtures.
         let only_in_fixtures = EXPECTED
             .iter()
             .filter(|(p, _)| {
                 p.ends_with("/SOURCES.md")
                     || p.starts_with("collectors/")
                     || p.starts_with("serving/")
+                    || p.starts_with("profiles/")
             })
             .count();
         assert_eq!(check_samples(&root), EXPECTED.len() - only_in_fixtures);

@@ -196,6 +196,11 @@ struct OpenTraceback {
 #[derive(Default)]
 struct StreamState {
     traceback: Option<OpenTraceback>,
+    /// When the stream's last profile capture began (a dated `Profiler session
+    /// started.` or `Collecting data...`), until the line that says where it was saved.
+    capture_began: Option<Nanos>,
+    /// Reading the file list `nsys profile` prints after `Generated:`.
+    nsys_listing: bool,
 }
 
 /// Per-container entries a stream's decoder remembers at most (see
@@ -283,7 +288,8 @@ fn strip_ansi(l: &str) -> Cow<'_, str> {
 }
 
 /// A timestamp the framework wrote at the start of its line: `2025-… ,982`,
-/// `[2025-10-18 00:08:51,982]`, `[titan] 2025-…`, glog `I1129 10:15:02.123456`,
+/// `[2025-10-18 00:08:51,982]`, `[titan] 2025-…`, glog `I1129 10:15:02.123456`, absl's
+/// `I0000 00:00:1770735834.933187` (epoch seconds, before `absl::InitializeLog()`),
 /// c10 `[W429 01:22:58.895439547 …]`.
 fn inner_time(l: &str, year_ref: Option<Nanos>) -> Option<Nanos> {
     let candidates = [
@@ -294,7 +300,7 @@ fn inner_time(l: &str, year_ref: Option<Nanos>) -> Option<Nanos> {
             .map(|(_, r)| r),
     ];
     for c in candidates.into_iter().flatten() {
-        if let Some(st) = time::parse_stamp_prefix(c) {
+        if let Some(st) = time::parse_stamp_prefix(c).or_else(|| time::parse_absl_epoch_prefix(c)) {
             return Some(st.ns);
         }
         if let Some(y) = year_ref
@@ -533,6 +539,28 @@ impl ContainerLogDecoder {
                 }
             }
         }
+        // Profile captures: their start, and nsys' list of the files it generated.
+        let dated = when.filter(|t| matches!(t.from, TimeFrom::Own | TimeFrom::Shipper));
+        let state = self.streams.entry(stream_key.clone()).or_default();
+        if framework_lines::capture_began(text) {
+            state.capture_began = dated.map(|t| t.ns);
+            return wrote;
+        }
+        if text.trim() == framework_lines::NSYS_GENERATED {
+            state.nsys_listing = true;
+            return wrote;
+        }
+        if state.nsys_listing {
+            if let Some(path) = framework_lines::nsys_listed_file(text) {
+                if let (Some(mut e), Some(t)) = (framework_lines::nsys_report(path), when) {
+                    let began = state.capture_began.take();
+                    push_capture_seconds(&mut e, began, dated);
+                    wrote |= self.emit_event(&e, text.trim(), t, line_rank, &who, hints, out);
+                }
+                return wrote;
+            }
+            state.nsys_listing = false;
+        }
         if text.trim_end() == traceback::HEADER {
             let open = OpenTraceback {
                 traceback: Traceback::new(),
@@ -554,6 +582,13 @@ impl ContainerLogDecoder {
                 match f {
                     Finding::Event(e) => {
                         let mut e = e.clone();
+                        if e.kind == "profile_captured" {
+                            let began = self
+                                .streams
+                                .get_mut(&stream_key)
+                                .and_then(|s| s.capture_began.take());
+                            push_capture_seconds(&mut e, began, dated);
+                        }
                         if let Some(s) = json_source
                             && e.source == source::APP
                         {
@@ -687,7 +722,7 @@ impl ContainerLogDecoder {
             {
                 complete.extend(s.traceback.take());
             }
-            s.traceback.is_some()
+            s.traceback.is_some() || s.capture_began.is_some()
         });
         self.emit_held(complete, out)
     }
@@ -719,6 +754,18 @@ impl ContainerLogDecoder {
         self.timeouts_seen.clear();
         self.path_scope = None;
         emitted
+    }
+}
+
+/// Adds how long a profile capture ran (`duration_seconds`) when the line that saved it
+/// and the one that began it are both dated and in order.
+fn push_capture_seconds(e: &mut EventFinding, began: Option<Nanos>, saved: Option<LineTime>) {
+    if let (Some(b), Some(t)) = (began, saved)
+        && b <= t.ns
+    {
+        let millis = (t.ns - b) / 1_000_000;
+        e.attrs
+            .push(("duration_seconds", format!("{}", millis as f64 / 1000.0)));
     }
 }
 

@@ -438,6 +438,7 @@ pub fn implied_layer_of_kind(kind: &str) -> Option<Layer> {
         | "collective_timeout"
         | "eval_started"
         | "eval_finished"
+        | "profile_captured"
         | "config"
         | "training_restart"
         | "cuda_oom"
@@ -924,6 +925,27 @@ mod tests {
         pairs.decode_throttle_mask();
         assert_eq!(pairs.get("power"), Some("true"));
         assert_eq!(pairs.get("thermal"), Some("false"));
+    }
+
+    /// A `profile_captured` record (envelope.md) keeps its `url` and `duration_seconds`
+    /// and is a framework event without a `layer`.
+    #[test]
+    fn profile_captured_keeps_its_attrs_and_implies_the_framework() {
+        let (attrs, r) = parse_ok(
+            r#"{"time":"2026-11-29T10:15:02Z","kind":"profile_captured","namespace":"llm","workload":"ft","attrs":{"url":"https://xprof.example/?run=ft-1","duration_seconds":30}}"#,
+        );
+        assert_eq!(r.layer, Layer::Framework);
+        assert!(matches!(&r.body, Body::Event { kind, .. } if kind == "profile_captured"));
+        assert_eq!(
+            attrs,
+            vec![
+                ("duration_seconds".to_string(), "30".to_string()),
+                (
+                    "url".to_string(),
+                    "https://xprof.example/?run=ft-1".to_string()
+                ),
+            ]
+        );
     }
 
     #[test]

@@ -13,6 +13,11 @@ pub mod source {
     pub const JAX: &str = "jax";
     pub const MAXTEXT: &str = "maxtext";
     pub const TORCHTITAN: &str = "torchtitan";
+    /// The XLA/TSL profiler session that JAX and TensorFlow run (its traces open in
+    /// XProf / TensorBoard's profile plugin).
+    pub const XLA: &str = "xla";
+    /// NVIDIA Nsight Systems' `nsys` command line.
+    pub const NSIGHT: &str = "nsight";
     pub const APP: &str = "app";
 }
 
@@ -783,10 +788,64 @@ fn tqdm_bar(l: &str, out: &mut Vec<Finding>) -> bool {
     true
 }
 
+/// Where a profiler says it saved a trace, as `profile_captured` with the path as `url`.
+///
+/// The XLA/TSL profiler (`save_profile.cc`, in jaxlib and TensorFlow) logs
+/// `Collecting XSpace to repository: <logdir>/plugins/profile/<run>/<host>.xplane.pb`
+/// as a capture (`jax.profiler.trace`, `stop_trace`, a profiler server's capture) is
+/// written; XProf opens the `logdir` before `/plugins/profile/`, kept as `logdir`. How
+/// long the capture ran is the decoder's business (it pairs the line with the stream's
+/// `Profiler session started.`, see [`capture_began`]). PyTorch's profiler
+/// (`tensorboard_trace_handler`, `export_chrome_trace`) writes no such line, so a
+/// PyTorch trace reaches whyslow as an envelope `profile_captured` record instead.
+fn profile_saved(l: &str) -> Option<Finding> {
+    let path = token(after(l, "Collecting XSpace to repository: ")?);
+    if path.is_empty() {
+        return None;
+    }
+    let logdir = path
+        .find("/plugins/profile/")
+        .map(|i| &path[..i])
+        .filter(|d| !d.is_empty());
+    let e = EventFinding::new("profile_captured", Severity::Info, source::XLA)
+        .attr("url", path)
+        .attr("tool", "xprof")
+        .attr_opt("logdir", logdir);
+    Some(Finding::Event(e))
+}
+
+/// Whether a line says that a profile capture began: the XLA/TSL profiler's `Profiler
+/// session started.` (`profiler_session.cc`), or `nsys profile`'s `Collecting data...`
+/// as the profiled program starts.
+pub fn capture_began(l: &str) -> bool {
+    let t = l.trim();
+    t.ends_with("Profiler session started.") || t == "Collecting data..."
+}
+
+/// The line `nsys profile` prints before the files it wrote, each on its own indented
+/// line: `Generated:` then `    /home/u/example/report1.nsys-rep` (and `….sqlite` with
+/// `--stats=true`).
+pub const NSYS_GENERATED: &str = "Generated:";
+
+/// A line of the file list under [`NSYS_GENERATED`]: indented, one path, no spaces.
+pub fn nsys_listed_file(l: &str) -> Option<&str> {
+    let t = l.trim();
+    (l.starts_with([' ', '\t']) && !t.is_empty() && !t.contains(char::is_whitespace)).then_some(t)
+}
+
+/// The Nsight Systems report among the listed files (`.nsys-rep`), as `profile_captured`.
+pub fn nsys_report(path: &str) -> Option<EventFinding> {
+    path.ends_with(".nsys-rep").then(|| {
+        EventFinding::new("profile_captured", Severity::Info, source::NSIGHT)
+            .attr("url", path)
+            .attr("tool", "nsight_systems")
+    })
+}
+
 /// Reads one framework line (already stripped of container-runtime framing and of a
 /// `[rankN]:` prefix) into `out`. Returns whether any rule matched.
 pub fn classify(l: &str, out: &mut Vec<Finding>) -> bool {
-    if let Some(f) = collective_timeout(l) {
+    if let Some(f) = collective_timeout(l).or_else(|| profile_saved(l)) {
         out.push(f);
         return true;
     }
@@ -944,6 +1003,45 @@ mod tests {
             one("Loading checkpoint shards: 100%|██████████| 2/2 [00:03<00:00,  1.52s/it]")
                 .iter()
                 .all(|f| matches!(f, Finding::Metric(_)))
+        );
+    }
+
+    /// The XLA/TSL profiler's save line (the wording of `save_profile.cc`, as in
+    /// `fixtures/samples/profiles/`), and the nsys list's helpers.
+    #[test]
+    fn profile_lines() {
+        let e = event(
+            "I0000 00:00:1770735834.933187   11530 save_profile.cc:150] Collecting XSpace to repository: gs://b/run/plugins/profile/2026_02_10_15_03_54/host-0.xplane.pb",
+        );
+        assert_eq!(
+            (e.kind, e.source, attr(&e, "url"), attr(&e, "logdir")),
+            (
+                "profile_captured",
+                source::XLA,
+                Some("gs://b/run/plugins/profile/2026_02_10_15_03_54/host-0.xplane.pb"),
+                Some("gs://b/run")
+            )
+        );
+        assert!(one("Collecting XSpace to repository: ").is_empty());
+        assert!(capture_began(
+            "I0000 00:00:1770735803.260207   11530 profiler_session.cc:132] Profiler session started."
+        ));
+        assert!(capture_began("Collecting data..."));
+        assert!(!capture_began("Profiler session collecting data."));
+        assert_eq!(
+            nsys_listed_file("    /home/u/report1.nsys-rep"),
+            Some("/home/u/report1.nsys-rep")
+        );
+        assert_eq!(
+            nsys_listed_file("[1/1] [========================100%] report1.nsys-rep"),
+            None
+        );
+        assert_eq!(nsys_listed_file("    a b"), None);
+        assert!(nsys_report("/home/u/report1.sqlite").is_none());
+        let e = nsys_report("/home/u/report1.nsys-rep").unwrap();
+        assert_eq!(
+            (e.kind, attr(&e, "tool")),
+            ("profile_captured", Some("nsight_systems"))
         );
     }
 
