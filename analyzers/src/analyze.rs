@@ -5,6 +5,7 @@
 //! The window is explicit (`from`, `to`), so a streaming worker can run the same analysis
 //! incrementally over a recent window after each committed batch.
 
+pub mod profiles;
 mod read;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -67,6 +68,8 @@ pub struct Finding {
     pub causes: Vec<Attributed>,
     /// Every cited event, for timelines.
     pub marks: Vec<EventInfo>,
+    /// The profiles captured during it, in time order (`analyze/profiles.rs`).
+    pub profiles: Vec<profiles::ProfileRef>,
 }
 
 /// A workload seen in the window.
@@ -356,9 +359,11 @@ pub async fn analyze(
             pods,
             causes: ranked,
             marks,
+            profiles: Vec::new(),
         });
     }
     let findings = settle_kinds(findings);
+    let findings = profiles::attach(ctx, &params, findings).await?;
     let mut workloads: Vec<WorkloadExtent> = extents
         .into_iter()
         .filter(|e| e.key.workload.is_some() && sel.wants(&e.key))

@@ -6,7 +6,7 @@ pub mod html;
 pub mod markdown;
 pub mod model;
 
-pub use model::{CauseEntry, ChainLink, Report, Slowdown, Window, WorkloadSummary};
+pub use model::{CauseEntry, ChainLink, ProfileEntry, Report, Slowdown, Window, WorkloadSummary};
 
 use crate::analyze::Analysis;
 

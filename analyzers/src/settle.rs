@@ -207,6 +207,7 @@ mod tests {
                 consequence: false,
             }],
             marks: Vec::new(),
+            profiles: Vec::new(),
         }
     }
 

@@ -57,6 +57,8 @@ pub mod symptoms {
     pub const PLACEMENTS: SqlFile = sql!("symptoms/placements.sql");
     pub const GPU_ACTIVITY: SqlFile = sql!("symptoms/gpu_activity.sql");
     pub const SAVE_CADENCE: SqlFile = sql!("symptoms/save_cadence.sql");
+    /// Captured profiles, for the slowdowns' `profiles` (`analyze/profiles.rs`).
+    pub const PROFILES: SqlFile = sql!("symptoms/profiles.sql");
 }
 
 /// The views the cause rules read, in dependency order: events in each symptom's scope,
@@ -260,6 +262,7 @@ mod tests {
             PLACEMENTS,
             GPU_ACTIVITY,
             SAVE_CADENCE,
+            PROFILES,
             EVIDENCE,
             AFTERMATH,
         ];

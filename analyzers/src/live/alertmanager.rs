@@ -303,6 +303,7 @@ mod tests {
                 evidence: vec![],
                 chain: vec![],
             }],
+            profiles: vec![],
         };
         let revision = Revision {
             incident_id: "inc-1".into(),

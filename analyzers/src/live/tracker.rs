@@ -321,6 +321,7 @@ mod tests {
                 evidence: vec![],
                 chain: vec![],
             }],
+            profiles: vec![],
         }
     }
 

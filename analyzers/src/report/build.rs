@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use super::model::{CauseEntry, ChainLink, Report, Slowdown, Window, WorkloadSummary};
+use super::model::{
+    CauseEntry, ChainLink, ProfileEntry, Report, Slowdown, Window, WorkloadSummary,
+};
 use crate::analyze::{Analysis, Finding};
 
 /// RFC 3339 UTC, whole seconds (`2026-11-29T10:02:11Z`).
@@ -129,6 +131,14 @@ fn slowdown(f: &Finding) -> Slowdown {
         observed: s.observed.map(round_sig),
         metric: s.metric.clone(),
         causes,
+        profiles: f
+            .profiles
+            .iter()
+            .map(|p| ProfileEntry {
+                time: rfc3339(p.time_ns),
+                url: p.url.clone(),
+            })
+            .collect(),
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use super::build::rfc3339;
-use super::markdown::human_seconds;
+use super::markdown::{human_seconds, is_web_link};
 use super::model::{Report, Slowdown};
 use crate::analyze::{Analysis, Finding};
 
@@ -187,6 +187,19 @@ fn slowdown(o: &mut String, n: usize, s: &Slowdown, f: Option<&Finding>) {
             }
             let _ = writeln!(o, "</table>");
         }
+    }
+    if !s.profiles.is_empty() {
+        let _ = writeln!(o, "<p>Profiles to open:</p><ul class=\"profiles\">");
+        for p in &s.profiles {
+            let url = esc(&p.url);
+            let place = if is_web_link(&p.url) {
+                format!("<a href=\"{url}\">{url}</a>")
+            } else {
+                format!("<code>{url}</code>")
+            };
+            let _ = writeln!(o, "<li>{} · {place}</li>", esc(&p.time));
+        }
+        let _ = writeln!(o, "</ul>");
     }
     let _ = writeln!(o, "</section>");
 }

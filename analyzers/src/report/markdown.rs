@@ -130,6 +130,39 @@ fn slowdown(o: &mut String, n: usize, s: &Slowdown) {
         let _ = writeln!(o, "- pods: {}", s.pods.join(", "));
     }
     let _ = writeln!(o);
+    causes(o, s);
+    profiles(o, s);
+}
+
+/// Whether a url is a web link a reader can click (`http`/`https`, no spaces or angle
+/// brackets): the HTML report links only these.
+pub fn is_web_link(url: &str) -> bool {
+    let lower = url.get(..8).unwrap_or(url).to_ascii_lowercase();
+    (lower.starts_with("http://") || lower.starts_with("https://"))
+        && !url.contains(|c: char| c.is_whitespace() || c == '<' || c == '>')
+}
+
+/// The profiles captured during the slowdown, when there are some: web links as
+/// autolinks, other places (`gs://…`, a path) as code.
+fn profiles(o: &mut String, s: &Slowdown) {
+    if s.profiles.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "Profiles to open:\n");
+    for p in &s.profiles {
+        let place = if is_web_link(&p.url) {
+            format!("<{}>", p.url)
+        } else if p.url.contains('`') {
+            format!("`` {} ``", p.url)
+        } else {
+            format!("`{}`", p.url)
+        };
+        let _ = writeln!(o, "- {} · {place}", p.time);
+    }
+    let _ = writeln!(o);
+}
+
+fn causes(o: &mut String, s: &Slowdown) {
     let Some(v) = s.causes.first() else { return };
     let _ = writeln!(
         o,
@@ -222,6 +255,77 @@ mod tests {
         );
         assert!(text.contains("ml/\\u{1b}[2J\\u{1b}[31mtrain"), "{text}");
         assert!(text.contains("st\\u{1b}]0;title\\u{7}ore"), "{text}");
+    }
+
+    /// Profiles show on their slowdown only when there are some; web urls are links (in
+    /// HTML an anchor), anything else is code, escaped as the rest of the output.
+    #[test]
+    fn profiles_to_open() {
+        use super::super::model::{ProfileEntry, Window};
+        let slowdown = |profiles: Vec<ProfileEntry>| Slowdown {
+            slowdown_id: "x".into(),
+            namespace: Some("llm".into()),
+            workload: Some("train".into()),
+            run_id: None,
+            kind: "stall".into(),
+            ongoing: false,
+            nodes: vec![],
+            pods: vec![],
+            start: "2026-11-29T10:00:00Z".into(),
+            end: "2026-11-29T10:10:00Z".into(),
+            lost_seconds: 600.0,
+            baseline: None,
+            observed: None,
+            metric: None,
+            causes: vec![],
+            profiles,
+        };
+        let report = |s: Slowdown| Report {
+            generated_at: "2026-11-29T12:00:00Z".into(),
+            store: "s".into(),
+            window: Window {
+                from: "a".into(),
+                to: "b".into(),
+            },
+            workloads: vec![],
+            slowdowns: vec![s],
+        };
+        let none = report(slowdown(vec![]));
+        assert!(!render(&none).contains("Profiles to open"));
+        let analysis = crate::analyze::Analysis {
+            from_ns: 0,
+            to_ns: 0,
+            workloads: vec![],
+            findings: vec![],
+            timings: vec![],
+        };
+        assert!(!super::super::html::render(&none, &analysis).contains("Profiles to open"));
+        let p = |time: &str, url: &str| ProfileEntry {
+            time: time.into(),
+            url: url.into(),
+        };
+        let some = report(slowdown(vec![
+            p(
+                "2026-11-29T10:01:00Z",
+                "https://xprof.example/?run=a&host=b",
+            ),
+            p(
+                "2026-11-29T10:02:00Z",
+                "gs://b/run/plugins/profile/x/h.xplane.pb",
+            ),
+            p("2026-11-29T10:03:00Z", "javascript:alert(1)\u{1b}[2J<b>"),
+        ]));
+        let md = render(&some);
+        assert!(md.contains("Profiles to open:\n\n- 2026-11-29T10:01:00Z · <https://xprof.example/?run=a&host=b>\n- 2026-11-29T10:02:00Z · `gs://b/run/plugins/profile/x/h.xplane.pb`\n"), "{md}");
+        assert!(md.contains("`javascript:alert(1)\\u{1b}[2J<b>`"), "{md}");
+        let html = super::super::html::render(&some, &analysis);
+        assert!(html.contains("<li>2026-11-29T10:01:00Z · <a href=\"https://xprof.example/?run=a&amp;host=b\">https://xprof.example/?run=a&amp;host=b</a></li>"), "{html}");
+        assert!(html.contains("<code>gs://b/run/plugins/profile/x/h.xplane.pb</code>"));
+        assert!(
+            html.contains("<code>javascript:alert(1)\u{1b}[2J&lt;b&gt;</code>"),
+            "{html}"
+        );
+        assert!(!html.contains("href=\"javascript"));
     }
 
     #[test]

@@ -62,6 +62,18 @@ pub struct Slowdown {
     pub metric: Option<String>,
     /// Ranked causes, highest confidence first; the first is the verdict.
     pub causes: Vec<CauseEntry>,
+    /// The profiles captured during it (XProf, PyTorch profiler, Nsight), in time order,
+    /// each url once; always present (empty when none). Absent from JSON written before
+    /// it existed, which reads as empty.
+    #[serde(default)]
+    pub profiles: Vec<ProfileEntry>,
+}
+
+/// A profile to open: when its capture ended and where it can be opened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileEntry {
+    pub time: String,
+    pub url: String,
 }
 
 /// One candidate cause of a slowdown.
@@ -122,7 +134,8 @@ mod tests {
         "chain": [
           {"time": "2026-11-29T10:01:58Z", "layer": "orchestrator", "kind": "scaled", "summary": "tgi scaled 1→2"}
         ]}
-     ]}
+     ],
+     "profiles": [{"time": "2026-11-29T10:05:00Z", "url": "https://xprof.example/?run=ft"}]}
   ]
 }"#;
         let parsed: Report = serde_json::from_str(example).unwrap();
