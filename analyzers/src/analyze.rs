@@ -7,6 +7,7 @@
 
 pub mod profiles;
 mod read;
+mod serving;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -142,6 +143,9 @@ pub async fn analyze(
     clock.lap("gpu activity");
     let saves = read_saves(ctx, &params).await?;
     clock.lap("saves");
+    let serving_workloads = serving::read_serving_workloads(ctx, &params).await?;
+    let serving_series = serving::read_serving_series(ctx, &params).await?;
+    clock.lap("serving series");
 
     let mut found: Vec<Symptom> = Vec::new();
     let mut paces: BTreeMap<WorkloadName, Vec<PacePair>> = BTreeMap::new();
@@ -282,7 +286,20 @@ pub async fn analyze(
             workload: wk.1.clone(),
             run_id: None,
         };
-        for s in pending::detect(&key, events, cfg, horizon) {
+        // A serving workload that waits for a replica runs short of capacity, from the
+        // loss of the replica it replaces; a job's lost pods are its stall's.
+        let serves = serving_workloads.contains(wk);
+        let waits = if serves {
+            pending::detect_shortfalls(&key, events, cfg, horizon)
+        } else {
+            let events: Vec<pending::Lifecycle> = events
+                .iter()
+                .filter(|e| !pending::serving_only(&e.kind))
+                .cloned()
+                .collect();
+            pending::detect(&key, &events, cfg, horizon)
+        };
+        for s in waits {
             // A stall of the same workload already accounts for the wait.
             let covered = found.iter().any(|o| {
                 o.key.namespace == key.namespace
@@ -296,6 +313,7 @@ pub async fn analyze(
             }
         }
     }
+    found.extend(serving::detect_latency(&serving_series, cfg, horizon));
     found.retain(|s| sel.wants(&s.key) && s.lost_seconds >= cfg.min_lost_seconds);
     found.sort_by(|a, b| {
         (a.start_ns, &a.key, a.kind, a.rank).cmp(&(b.start_ns, &b.key, b.kind, b.rank))

@@ -59,6 +59,8 @@ pub mod symptoms {
     pub const SAVE_CADENCE: SqlFile = sql!("symptoms/save_cadence.sql");
     /// Captured profiles, for the slowdowns' `profiles` (`analyze/profiles.rs`).
     pub const PROFILES: SqlFile = sql!("symptoms/profiles.sql");
+    pub const SERVING_SERIES: SqlFile = sql!("symptoms/serving_series.sql");
+    pub const SERVING_WORKLOADS: SqlFile = sql!("symptoms/serving_workloads.sql");
 }
 
 /// The views the cause rules read, in dependency order: events in each symptom's scope,
@@ -177,6 +179,11 @@ pub const CAUSE_RULES: &[(Layer, SqlFile)] = &[
         sql!("causes/framework/straggler_rank.sql"),
     ),
     (Layer::Framework, sql!("causes/framework/config_change.sql")),
+    (Layer::Framework, sql!("causes/framework/request_surge.sql")),
+    (
+        Layer::Framework,
+        sql!("causes/framework/kv_cache_pressure.sql"),
+    ),
 ];
 
 /// Runs one SQL file with named parameters (`$from`, `$to`, ...) and collects the rows.

@@ -2,11 +2,14 @@
 //! between tokens, whole request) above what its own data says that latency is at the
 //! same request rate, by more than its noise, for a sustained time.
 //!
-//! The expected latency at a load is fitted over the window as `ln latency = a + b ln
-//! rate` (Theil–Sen: robust to the incident's own minutes), with the slope kept in
+//! The expected latency at a load is fitted as `ln latency = a + b ln rate` (Theil–Sen)
+//! away from the times the latency stood out from its plain level (an incident that
+//! coincides with a busier hour must not teach the fit that load costs that much), with
+//! the slope kept in
 //! `0..=1` (a busier engine is not faster, and below saturation its latency grows no
-//! faster than its load) and fitted on the load's ordinary range only (its 5th to 95th
-//! percentile), so a surge far past anything ordinary is not explained by itself. A
+//! faster than its load) and fitted on the load's ordinary range only (within three robust
+//! deviations of its median), so a surge far past anything ordinary is not explained by
+//! itself. Each minute's excess is read as the median of the five around it. A
 //! diurnal rise in traffic thus moves the expected latency with it; a surge, a throttled
 //! GPU, a full KV cache or a neighbour do not. `lost_seconds` is the time the latency
 //! spent above the expectation by more than the noise (`contracts/report.md`).
@@ -48,6 +51,11 @@ const MIN_LOAD_SPREAD: f64 = 0.15;
 const MAX_FIT_POINTS: usize = 300;
 /// The floor of the noise (in ln): no series is quieter than 2%.
 const MIN_NOISE: f64 = 0.02;
+/// The points each point's smoothed residual is the median of.
+const SMOOTH: usize = 5;
+/// The standard deviation of the median of [`SMOOTH`] normal samples, in theirs
+/// (1.2533 / sqrt(5)).
+const SMOOTHED_NOISE: f64 = 0.56;
 
 /// A regression of one latency series, before the series of a workload are merged.
 #[derive(Debug, Clone, PartialEq)]
@@ -93,7 +101,11 @@ fn fit(points: &[(f64, Option<f64>)]) -> Fit {
         };
     }
     let typical_z = quantile(&zs, 0.5);
-    let (lo, hi) = (quantile(&zs, 0.05), quantile(&zs, 0.95));
+    // The ordinary load: within three robust deviations of the median. A surge far past
+    // it is an outlier of the load's own distribution; a daily cycle is not.
+    let dev: Vec<f64> = zs.iter().map(|z| (z - typical_z).abs()).collect();
+    let reach = (3.0 * 1.4826 * median(&dev).unwrap_or(0.0)).max(MIN_PAIR_SPREAD);
+    let (lo, hi) = (typical_z - reach, typical_z + reach);
     let ordinary: Vec<(f64, f64)> = points
         .iter()
         .filter_map(|&(x, z)| z.filter(|z| *z >= lo && *z <= hi).map(|z| (x, z)))
@@ -137,6 +149,75 @@ fn fit(points: &[(f64, Option<f64>)]) -> Fit {
     }
 }
 
+/// The runs of points whose latency stands above `f`'s expectation by more than the
+/// noise (and the relative floor) for a sustained time, with the residuals' centre; the
+/// centre is read from the `quiet` points where given. `None` when too few
+/// points are ordinary to measure against.
+#[allow(clippy::type_complexity)]
+fn excess(
+    pts: &[(i64, f64, Option<f64>)],
+    f: &Fit,
+    quiet: Option<&[bool]>,
+    bucket_ns: i64,
+    cfg: &DetectorConfig,
+) -> Option<(Vec<Vec<usize>>, f64)> {
+    let raw: Vec<f64> = pts.iter().map(|(_, x, z)| x - f.expected(*z)).collect();
+    // A minute's p95 of few requests is noisy: each point is read as the median of the
+    // five around it (a step keeps its place; a lone spike goes).
+    let resid: Vec<f64> = (0..raw.len())
+        .map(|i| {
+            let lo = i.saturating_sub(SMOOTH / 2);
+            let hi = (i + SMOOTH / 2 + 1).min(raw.len());
+            median(&raw[lo..hi]).unwrap_or(raw[i])
+        })
+        .collect();
+    let reference: Vec<f64> = match quiet {
+        Some(q) if q.iter().filter(|q| **q).count() >= MIN_ORDINARY => resid
+            .iter()
+            .zip(q)
+            .filter(|(_, q)| **q)
+            .map(|(r, _)| *r)
+            .collect(),
+        _ => resid.clone(),
+    };
+    let centre = median(&reference).unwrap_or(0.0);
+    // The noise from one minute to the next (a long incident or a daily cycle shifts the
+    // level, not the differences), as the smoothed series carries it.
+    let steps: Vec<f64> = raw.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
+    let minute_noise = 1.4826 * median(&steps).unwrap_or(0.0) / std::f64::consts::SQRT_2;
+    let noise = (SMOOTHED_NOISE * minute_noise).max(MIN_NOISE);
+    let threshold = (1.0 + cfg.latency_min_rel)
+        .ln()
+        .max(cfg.latency_noise_k * noise);
+    let above: Vec<bool> = resid.iter().map(|r| r - centre > threshold).collect();
+    if above.iter().filter(|a| !**a).count() < MIN_ORDINARY {
+        return None;
+    }
+    // Runs of points above, bridging one ordinary point (or one missing bucket) between.
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for i in (0..pts.len()).filter(|&i| above[i]) {
+        match groups.last_mut() {
+            Some(g)
+                if {
+                    let last = *g.last().unwrap_or(&i);
+                    i - last <= 2 && pts[i].0 - pts[last].0 <= 3 * bucket_ns
+                } =>
+            {
+                g.push(i)
+            }
+            _ => groups.push(vec![i]),
+        }
+    }
+    groups.retain(|g| {
+        let (Some(&first), Some(&last)) = (g.first(), g.last()) else {
+            return false;
+        };
+        let span = (pts[last].0 + bucket_ns - pts[first].0) as f64;
+        g.len() >= 3 && span >= cfg.latency_min_seconds * 1e9
+    });
+    Some((groups, centre))
+}
+
 /// The regressions of one latency series, `latency` and `load` one point per bucket of
 /// `bucket_ns` (`load` may miss buckets or be empty).
 fn runs(
@@ -160,43 +241,47 @@ fn runs(
     if pts.len() < MIN_FIT {
         return Vec::new();
     }
-    let f = fit(&pts.iter().map(|(_, x, z)| (*x, *z)).collect::<Vec<_>>());
-    let resid: Vec<f64> = pts.iter().map(|(_, x, z)| x - f.expected(*z)).collect();
-    let centre = median(&resid).unwrap_or(0.0);
-    let dev: Vec<f64> = resid.iter().map(|r| (r - centre).abs()).collect();
-    let noise = (1.4826 * median(&dev).unwrap_or(0.0)).max(MIN_NOISE);
-    let threshold = (1.0 + cfg.latency_min_rel)
-        .ln()
-        .max(cfg.latency_noise_k * noise);
-    let above: Vec<bool> = resid.iter().map(|r| r - centre > threshold).collect();
-    let ordinary = above.iter().filter(|a| !**a).count();
-    if ordinary < MIN_ORDINARY {
+    // First the level alone: where the latency stood out at all. Then the load relation,
+    // fitted away from those times (an incident that coincides with a busier hour would
+    // otherwise teach the fit that load costs that much), and the excess read again.
+    let xs: Vec<f64> = pts.iter().map(|(_, x, _)| *x).collect();
+    let level = Fit {
+        a: median(&xs).unwrap_or(0.0),
+        b: 0.0,
+        typical_z: 0.0,
+    };
+    let Some((first, _)) = excess(&pts, &level, None, bucket_ns, cfg) else {
         return Vec::new();
-    }
-    // Runs of points above, bridging one ordinary point (or one missing bucket) between.
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    for i in (0..pts.len()).filter(|&i| above[i]) {
-        match groups.last_mut() {
-            Some(g)
-                if {
-                    let last = *g.last().unwrap_or(&i);
-                    i - last <= 2 && pts[i].0 - pts[last].0 <= 3 * bucket_ns
-                } =>
-            {
-                g.push(i)
-            }
-            _ => groups.push(vec![i]),
+    };
+    let mut quiet = vec![true; pts.len()];
+    for g in &first {
+        let (Some(&a), Some(&b)) = (g.first(), g.last()) else {
+            continue;
+        };
+        for q in &mut quiet[a.saturating_sub(SMOOTH)..(b + SMOOTH + 1).min(pts.len())] {
+            *q = false;
         }
     }
+    let fit_on: Vec<(f64, Option<f64>)> = pts
+        .iter()
+        .zip(&quiet)
+        .filter(|(_, q)| **q)
+        .map(|((_, x, z), _)| (*x, *z))
+        .collect();
+    let f = if fit_on.len() >= MIN_FIT {
+        fit(&fit_on)
+    } else {
+        fit(&pts.iter().map(|(_, x, z)| (*x, *z)).collect::<Vec<_>>())
+    };
+    let Some((groups, centre)) = excess(&pts, &f, Some(&quiet), bucket_ns, cfg) else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
     for g in groups {
         let (Some(&first), Some(&last)) = (g.first(), g.last()) else {
             continue;
         };
         let (start_ns, end_ns) = (pts[first].0, pts[last].0 + bucket_ns);
-        if g.len() < 3 || ((end_ns - start_ns) as f64) < cfg.latency_min_seconds * 1e9 {
-            continue;
-        }
         let zs: Vec<f64> = g.iter().filter_map(|&i| pts[i].2).collect();
         let z = median(&zs);
         let xs: Vec<f64> = g.iter().map(|&i| pts[i].1).collect();

@@ -34,6 +34,12 @@ pub fn lost(kind: &str) -> bool {
     kind == "taint_manager_eviction"
 }
 
+/// Marks only a serving workload's replicas are read by: losses, a pod's node gone
+/// NotReady, and readiness probes failing (`not_ready`).
+pub fn serving_only(kind: &str) -> bool {
+    lost(kind) || matches!(kind, "node_not_ready" | "not_ready")
+}
+
 /// Marks that a workload runs: its containers started (where the kubelet's events are
 /// there; image pulls live between Scheduled and them), else its pods placed.
 fn runs(kind: &str, containers: bool) -> bool {
@@ -181,29 +187,125 @@ pub fn detect(
     cfg: &DetectorConfig,
     horizon_ns: i64,
 ) -> Vec<Symptom> {
-    let ws = waits_of(events, horizon_ns);
+    let ws: Vec<Wait> = waits_of(events, horizon_ns)
+        .into_iter()
+        .map(|(start_ns, end_ns, ongoing)| Wait {
+            start_ns,
+            end_ns,
+            ongoing,
+            own_start: None,
+        })
+        .collect();
+    symptoms_of(key, &ws, SymptomKind::Pending, cfg)
+}
+
+/// How far before a replacement's creation the loss of the replica it replaces is looked
+/// for (the taint manager's default toleration is 5 minutes).
+const LOSS_LOOKBACK_NS: i64 = 10 * 60 * 1_000_000_000;
+/// How long after its container started a replica's readiness probe failures are read.
+const READINESS_MAX_NS: i64 = 30 * 60 * 1_000_000_000;
+
+/// Capacity shortfalls of one serving workload: its waits for a replica, each from the
+/// request (a scale-up's new pod) or the loss of the replica it replaces (that pod's node
+/// gone NotReady), until the new replicas are ready (their readiness probes stop failing),
+/// beyond the workload's normal replica start: its shortest other such wait, else the
+/// replica's own time from its container's start to ready (loading the model).
+pub fn detect_shortfalls(
+    key: &WorkloadKey,
+    events: &[Lifecycle],
+    cfg: &DetectorConfig,
+    horizon_ns: i64,
+) -> Vec<Symptom> {
+    let ws: Vec<Wait> = waits_of(events, horizon_ns)
+        .into_iter()
+        .map(|(start_ns, end_ns, ongoing)| {
+            // Pods that started inside the wait, and when each stopped failing readiness.
+            let mut end = end_ns;
+            let mut own_start = None;
+            let started = events.iter().filter(|e| {
+                e.kind == "container_started"
+                    && e.pod.is_some()
+                    && e.time_ns >= start_ns
+                    && e.time_ns <= end_ns
+            });
+            for st in started {
+                let ready = events
+                    .iter()
+                    .filter(|e| {
+                        e.kind == "not_ready"
+                            && e.pod == st.pod
+                            && e.time_ns >= st.time_ns
+                            && e.time_ns <= st.time_ns + READINESS_MAX_NS
+                    })
+                    .map(|e| e.time_ns)
+                    .max()
+                    .unwrap_or(st.time_ns);
+                end = end.max(ready);
+                own_start = Some(secs(ready - st.time_ns));
+            }
+            let loss = events
+                .iter()
+                .filter(|e| {
+                    e.kind == "node_not_ready"
+                        && e.pod.is_some()
+                        && e.time_ns <= start_ns
+                        && start_ns - e.time_ns <= LOSS_LOOKBACK_NS
+                })
+                .map(|e| e.time_ns)
+                .max();
+            Wait {
+                start_ns: loss.unwrap_or(start_ns),
+                end_ns: if ongoing { end_ns } else { end },
+                ongoing,
+                own_start,
+            }
+        })
+        .collect();
+    symptoms_of(key, &ws, SymptomKind::CapacityShortfall, cfg)
+}
+
+/// One wait, and the start time of the replica it ended with where known.
+struct Wait {
+    start_ns: i64,
+    end_ns: i64,
+    ongoing: bool,
+    own_start: Option<f64>,
+}
+
+/// The symptoms of a workload's waits: each beyond the normal start (the shortest other
+/// complete wait, else the wait's own replica start, else nothing).
+fn symptoms_of(
+    key: &WorkloadKey,
+    ws: &[Wait],
+    kind: SymptomKind,
+    cfg: &DetectorConfig,
+) -> Vec<Symptom> {
     let mut out = Vec::new();
-    for (i, &(start_ns, end_ns, ongoing)) in ws.iter().enumerate() {
+    for (i, w) in ws.iter().enumerate() {
         let normal = ws
             .iter()
             .enumerate()
-            .filter(|(j, w)| *j != i && !w.2)
-            .map(|(_, w)| secs(w.1 - w.0))
+            .filter(|(j, o)| *j != i && !o.ongoing)
+            .map(|(_, o)| secs(o.end_ns - o.start_ns))
             .fold(f64::INFINITY, f64::min);
-        let normal = if normal.is_finite() { normal } else { 0.0 };
-        let lost = secs(end_ns - start_ns) - normal;
+        let normal = if normal.is_finite() {
+            normal
+        } else {
+            w.own_start.unwrap_or(0.0)
+        };
+        let lost = secs(w.end_ns - w.start_ns) - normal;
         if lost < cfg.pending_min_seconds {
             continue;
         }
         out.push(Symptom {
             key: key.clone(),
-            kind: SymptomKind::Pending,
-            start_ns,
-            end_ns,
-            ongoing,
+            kind,
+            start_ns: w.start_ns,
+            end_ns: w.end_ns,
+            ongoing: w.ongoing,
             lost_seconds: lost,
             baseline: Some(normal),
-            observed: Some(secs(end_ns - start_ns)),
+            observed: Some(secs(w.end_ns - w.start_ns)),
             metric: None,
             rank: None,
             plot: Vec::new(),
@@ -372,13 +474,52 @@ mod tests {
             waits_of(&events, 2000 * S),
             vec![(0, 30 * S, false), (1000 * S, 1500 * S, false)]
         );
-        let found = detect(
+        let found = detect_shortfalls(
             &WorkloadKey::default(),
             &events,
             &DetectorConfig::default(),
             2000 * S,
         );
         assert_eq!(found.len(), 1);
+        assert_eq!(found[0].kind, SymptomKind::CapacityShortfall);
         assert!((found[0].lost_seconds - 470.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_replica_is_short_from_its_node_failing_until_it_serves() {
+        // The replicas started before the data. b's node goes NotReady at 700 s, the taint
+        // manager evicts b at 1000 s, c starts at 1010 s and its readiness probe fails
+        // until 1100 s (the model loads): short from 700 s to 1100 s, less c's own 90 s.
+        let events = vec![
+            pod_ev(700, "node_not_ready", "b"),
+            pod_ev(1000, "taint_manager_eviction", "b"),
+            pod_ev(1001, "created", "c"),
+            pod_ev(1005, "scheduled", "c"),
+            pod_ev(1010, "container_started", "c"),
+            pod_ev(1030, "not_ready", "c"),
+            pod_ev(1100, "not_ready", "c"),
+        ];
+        let found = detect_shortfalls(
+            &WorkloadKey::default(),
+            &events,
+            &DetectorConfig::default(),
+            2000 * S,
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        let f = &found[0];
+        assert_eq!((f.start_ns, f.end_ns), (700 * S, 1100 * S));
+        assert_eq!(f.baseline, Some(90.0));
+        assert!((f.lost_seconds - 310.0).abs() < 1e-9);
+        // A node that comes back keeps its pod: no replacement, no shortfall.
+        let back = vec![pod_ev(700, "node_not_ready", "b"), pod_ev(760, "node_ready", "b")];
+        assert!(
+            detect_shortfalls(
+                &WorkloadKey::default(),
+                &back,
+                &DetectorConfig::default(),
+                2000 * S
+            )
+            .is_empty()
+        );
     }
 }

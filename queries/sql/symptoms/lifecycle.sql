@@ -2,9 +2,11 @@
 -- started or finished, containers started, image pulls; a pod gated or given a Kueue
 -- Workload; an inventory's pod placed) inside the window, in time order, with the pod
 -- each names (a controller's `Created pod: X` / `Deleted pod: X` names X): the input of
--- the pending detector and of each run's end. A pod's loss (the taint manager evicting it
--- from a node gone NotReady) opens a serving workload's wait for its replacement.
-SELECT namespace, workload, run_id, kind, time,
+-- the pending detector and of each run's end. For a serving workload's replicas also: a
+-- pod's loss (its node NotReady, the taint manager evicting it) and its readiness probe
+-- failing (`not_ready`: a replica that runs but does not serve yet).
+SELECT namespace, workload, run_id,
+  CASE WHEN kind = 'unhealthy' THEN 'not_ready' ELSE kind END AS kind, time,
   coalesce(pod, CASE WHEN lower(attrs['child_kind']) = 'pod' THEN attrs['child_name'] END) AS pod
 FROM events
 WHERE workload IS NOT NULL
@@ -14,7 +16,8 @@ WHERE workload IS NOT NULL
                'saw_completed_job',
                'container_started', 'image_pulling', 'image_pulled', 'image_pull_failed',
                'pod_unschedulable', 'workload_created', 'pod_placed')
-       OR (kind = 'taint_manager_eviction' AND pod IS NOT NULL))
+       OR (kind IN ('taint_manager_eviction', 'node_not_ready') AND pod IS NOT NULL)
+       OR (kind = 'unhealthy' AND pod IS NOT NULL AND message LIKE 'Readiness probe failed%'))
   -- A controller creating a child Job (a CronJob's run, a JobSet's replicated Job) does not
   -- wait for it: that Job is a workload of its own.
   AND NOT (kind = 'created' AND coalesce(attrs['child_kind'], '') = 'Job')
