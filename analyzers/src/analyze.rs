@@ -225,7 +225,9 @@ pub async fn analyze(
         }
     }
     for (wk, samples) in &util {
-        if with_sdk.contains(wk) {
+        // A serving workload's utilization follows its traffic: its latency says how it
+        // does.
+        if with_sdk.contains(wk) || serving_workloads.contains(wk) {
             continue;
         }
         let key = WorkloadKey {

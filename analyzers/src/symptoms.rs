@@ -217,7 +217,7 @@ impl Default for DetectorConfig {
             pending_min_seconds: 60.0,
             min_lost_seconds: 20.0,
             pace_bucket_seconds: 300.0,
-            latency_min_rel: 0.15,
+            latency_min_rel: 0.10,
             latency_noise_k: 4.0,
             latency_min_seconds: 300.0,
         }
