@@ -33,7 +33,7 @@ fn chunks(dir: &Path) -> Vec<Vec<String>> {
             "kueue-workloads.jsonl",
             "inventory.json",
         ],
-        &["dcgm", "kernel"],
+        &["dcgm", "kernel", "serving"],
         &["pods"],
         &["sdk.jsonl.gz"],
     ];
@@ -110,6 +110,10 @@ fn final_streamed_incidents_equal_the_batch_report_for_every_scenario() {
                     ))
                     .collect::<Vec<_>>()
             ));
+            // Where the outlines agree, the first slowdown that differs in full.
+            if let Some((g, w)) = got.iter().zip(&want).find(|(g, w)| g != w) {
+                failures.push(format!("  first difference:\n  streamed {g:?}\n  batch    {w:?}"));
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

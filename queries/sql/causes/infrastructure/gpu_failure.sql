@@ -2,9 +2,9 @@
 -- (Xid 79; 119/120 GSP errors; 154 recovery action) on its GPU or node.
 SELECT slowdown_id, 'infrastructure.gpu_failure' AS cause, min(scope) AS scope, node, device,
   min(time) AS time, array_agg(event_id ORDER BY time, event_id) AS evidence,
-  concat('Xid ', first_value(xid ORDER BY time), ' on ', node,
+  concat('Xid ', first_value(xid ORDER BY time, event_id), ' on ', node,
     CASE WHEN device IS NOT NULL THEN concat(' GPU ', device) END, ': ',
-    first_value(message ORDER BY time)) AS summary
+    first_value(message ORDER BY time, event_id)) AS summary
 FROM (SELECT *, coalesce(attrs['xid'], reason) AS xid FROM symptom_events
       WHERE kind = 'xid' AND scope IN ('gpu', 'node', 'workload_nodes', 'workload')) x
 WHERE xid IN ('79', '119', '120', '154')

@@ -5,7 +5,7 @@ SELECT slowdown_id, 'infrastructure.host_maintenance' AS cause, min(scope) AS sc
   CAST(NULL AS VARCHAR) AS device, min(time) AS time,
   array_agg(event_id ORDER BY time, event_id) AS evidence,
   concat('Host maintenance on ', node, ': ',
-    coalesce(first_value(message ORDER BY time), first_value(reason ORDER BY time))) AS summary
+    coalesce(first_value(message ORDER BY time, event_id), first_value(reason ORDER BY time, event_id))) AS summary
 FROM symptom_events
 WHERE (kind = 'maintenance'
        OR reason IN ('MaintenanceEvent', 'TerminationEvent', 'AutoRepair', 'HostError'))

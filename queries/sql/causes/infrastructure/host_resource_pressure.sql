@@ -7,8 +7,8 @@ SELECT slowdown_id, 'infrastructure.host_resource_pressure' AS cause, min(scope)
   node, CAST(NULL AS VARCHAR) AS device, min(time) AS time,
   array_agg(event_id ORDER BY time, event_id) AS evidence,
   concat('Resource pressure on ', coalesce(node, 'the node'), ': ',
-    coalesce((array_agg(message ORDER BY time) FILTER (WHERE kind <> 'hung_task' AND message IS NOT NULL))[1],
-             (array_agg(kind ORDER BY time) FILTER (WHERE kind <> 'hung_task'))[1])) AS summary
+    coalesce((array_agg(message ORDER BY time, event_id) FILTER (WHERE kind <> 'hung_task' AND message IS NOT NULL))[1],
+             (array_agg(kind ORDER BY time, event_id) FILTER (WHERE kind <> 'hung_task'))[1])) AS summary
 FROM symptom_events
 WHERE ((kind IN ('memory_pressure', 'disk_pressure', 'pid_pressure', 'eviction_threshold_met',
                  'hung_task')

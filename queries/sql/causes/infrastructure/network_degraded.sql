@@ -4,7 +4,7 @@ SELECT slowdown_id, 'infrastructure.network_degraded' AS cause, min(scope) AS sc
   CAST(NULL AS VARCHAR) AS device, min(time) AS time,
   array_agg(event_id ORDER BY time, event_id) AS evidence,
   concat('NIC link trouble on ', node, ' (', CAST(count(*) AS VARCHAR), ' event(s)): ',
-    first_value(message ORDER BY time)) AS summary
+    first_value(message ORDER BY time, event_id)) AS summary
 FROM symptom_events
 WHERE kind IN ('nic_link_down', 'nic_link_flap', 'nic_error')
   AND scope IN ('gpu', 'node', 'workload_nodes', 'workload')

@@ -3,7 +3,7 @@
 SELECT slowdown_id, 'infrastructure.nvlink_error' AS cause, min(scope) AS scope, node, device,
   min(time) AS time, array_agg(event_id ORDER BY time, event_id) AS evidence,
   concat('NVLink error on ', node, CASE WHEN device IS NOT NULL THEN concat(' GPU ', device) END,
-    ': ', first_value(message ORDER BY time)) AS summary
+    ': ', first_value(message ORDER BY time, event_id)) AS summary
 FROM (SELECT *, coalesce(attrs['xid'], reason) AS xid FROM symptom_events
       WHERE kind IN ('xid', 'nvlink_error') AND scope IN ('gpu', 'node', 'workload_nodes', 'workload')) x
 WHERE kind = 'nvlink_error' OR xid IN ('74', '145', '149')

@@ -36,7 +36,7 @@ slow AS (
 SELECT slowdown_id, 'infrastructure.storage_slow' AS cause, min(scope) AS scope,
   CAST(NULL AS VARCHAR) AS node, CAST(NULL AS VARCHAR) AS device, min(time) AS time,
   array_agg(event_id ORDER BY time, event_id) AS evidence,
-  concat('Checkpoint storage slow: ', first_value(what ORDER BY time),
+  concat('Checkpoint storage slow: ', first_value(what ORDER BY time, event_id),
     CASE WHEN count(DISTINCT checkpoint) > 1
       THEN concat(' (', CAST(count(DISTINCT checkpoint) AS VARCHAR), ' slow operations)') END)
     AS summary

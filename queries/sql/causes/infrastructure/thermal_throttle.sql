@@ -12,8 +12,8 @@ SELECT slowdown_id, 'infrastructure.thermal_throttle' AS cause, min(scope) AS sc
   device, min(time) AS time, array_agg(event_id ORDER BY time, event_id) AS evidence,
   concat('Thermal clock throttling on ', node,
     CASE WHEN device IS NOT NULL THEN concat(' GPU ', device) END,
-    CASE WHEN first_value(attrs['mask'] ORDER BY time) IS NOT NULL
-      THEN concat(' (throttle reasons ', first_value(attrs['mask'] ORDER BY time), ')') END)
+    CASE WHEN first_value(attrs['mask'] ORDER BY time, event_id) IS NOT NULL
+      THEN concat(' (throttle reasons ', first_value(attrs['mask'] ORDER BY time, event_id), ')') END)
     AS summary
 FROM symptom_events
 WHERE kind = 'clock_throttle' AND scope IN ('gpu', 'node', 'workload_nodes', 'workload')

@@ -58,6 +58,6 @@ evidence AS (
 SELECT slowdown_id, 'orchestrator.eviction' AS cause, 'workload' AS scope,
   CAST(NULL AS VARCHAR) AS node, CAST(NULL AS VARCHAR) AS device, min(time) AS time,
   array_agg(event_id ORDER BY time, event_id) AS evidence,
-  concat(coalesce(max(namespace), ''), '/', max(workload), first_value(what ORDER BY time)) AS summary
+  concat(coalesce(max(namespace), ''), '/', max(workload), first_value(what ORDER BY time, event_id)) AS summary
 FROM evidence
 GROUP BY slowdown_id;

@@ -12,7 +12,7 @@ SELECT e.slowdown_id, 'orchestrator.scale_change' AS cause, 'workload' AS scope,
   CAST(NULL AS VARCHAR) AS node, CAST(NULL AS VARCHAR) AS device, min(e.time) AS time,
   array_agg(e.event_id ORDER BY e.time, e.event_id) AS evidence,
   concat(coalesce(min(e.namespace), ''), '/', min(e.workload), ' scaled: ',
-    coalesce(first_value(e.message ORDER BY e.time), first_value(e.reason ORDER BY e.time),
+    coalesce(first_value(e.message ORDER BY e.time, e.event_id), first_value(e.reason ORDER BY e.time, e.event_id),
       'replicas changed')) AS summary
 FROM symptom_events e
 LEFT JOIN stops x ON x.slowdown_id = e.slowdown_id
