@@ -112,7 +112,9 @@ fn final_streamed_incidents_equal_the_batch_report_for_every_scenario() {
             ));
             // Where the outlines agree, the first slowdown that differs in full.
             if let Some((g, w)) = got.iter().zip(&want).find(|(g, w)| g != w) {
-                failures.push(format!("  first difference:\n  streamed {g:?}\n  batch    {w:?}"));
+                failures.push(format!(
+                    "  first difference:\n  streamed {g:?}\n  batch    {w:?}"
+                ));
             }
         }
     }

@@ -431,7 +431,13 @@ mod tests {
         let s = series(180, diurnal, |i, r| {
             0.08 * (r / 4.0).powf(0.8) * (1.0 + 0.04 * wobble(i + 3))
         });
-        let found = detect(&WorkloadKey::default(), &s, M, &DetectorConfig::default(), 180 * M);
+        let found = detect(
+            &WorkloadKey::default(),
+            &s,
+            M,
+            &DetectorConfig::default(),
+            180 * M,
+        );
         assert!(found.is_empty(), "{found:?}");
     }
 
@@ -441,7 +447,13 @@ mod tests {
             let slow = if (100..130).contains(&i) { 1.8 } else { 1.0 };
             slow * 0.08 * (r / 4.0).powf(0.8) * (1.0 + 0.04 * wobble(i + 3))
         });
-        let found = detect(&WorkloadKey::default(), &s, M, &DetectorConfig::default(), 180 * M);
+        let found = detect(
+            &WorkloadKey::default(),
+            &s,
+            M,
+            &DetectorConfig::default(),
+            180 * M,
+        );
         assert_eq!(found.len(), 1, "{found:?}");
         let f = &found[0];
         assert_eq!(f.kind, SymptomKind::LatencyRegression);
@@ -457,39 +469,84 @@ mod tests {
         // Steady load, then three times as many requests queue up for 25 minutes.
         let load = |i: i64| {
             let base = 6.0 + 0.4 * wobble(i);
-            if (90..115).contains(&i) { 3.0 * base } else { base }
+            if (90..115).contains(&i) {
+                3.0 * base
+            } else {
+                base
+            }
         };
         let s = series(180, load, |i, r| {
             let queue = if r > 10.0 { 4.0 } else { 1.0 };
             queue * 0.1 * (1.0 + 0.05 * wobble(i + 11))
         });
-        let found = detect(&WorkloadKey::default(), &s, M, &DetectorConfig::default(), 180 * M);
+        let found = detect(
+            &WorkloadKey::default(),
+            &s,
+            M,
+            &DetectorConfig::default(),
+            180 * M,
+        );
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!((found[0].start_ns, found[0].end_ns), (90 * M, 115 * M));
     }
 
     #[test]
     fn a_short_spike_is_not_sustained() {
-        let s = series(120, |i| 6.0 + 0.3 * wobble(i), |i, _| {
-            if (60..63).contains(&i) { 0.5 } else { 0.1 * (1.0 + 0.03 * wobble(i)) }
-        });
-        assert!(detect(&WorkloadKey::default(), &s, M, &DetectorConfig::default(), 120 * M).is_empty());
+        let s = series(
+            120,
+            |i| 6.0 + 0.3 * wobble(i),
+            |i, _| {
+                if (60..63).contains(&i) {
+                    0.5
+                } else {
+                    0.1 * (1.0 + 0.03 * wobble(i))
+                }
+            },
+        );
+        assert!(
+            detect(
+                &WorkloadKey::default(),
+                &s,
+                M,
+                &DetectorConfig::default(),
+                120 * M
+            )
+            .is_empty()
+        );
     }
 
     #[test]
     fn overlapping_latencies_are_one_slowdown() {
-        let mut s = series(150, |i| 6.0 + 0.3 * wobble(i), |i, _| {
-            if (80..110).contains(&i) { 0.3 } else { 0.1 * (1.0 + 0.03 * wobble(i)) }
-        });
+        let mut s = series(
+            150,
+            |i| 6.0 + 0.3 * wobble(i),
+            |i, _| {
+                if (80..110).contains(&i) {
+                    0.3
+                } else {
+                    0.1 * (1.0 + 0.03 * wobble(i))
+                }
+            },
+        );
         let e2e: Vec<Point> = (0..150)
             .map(|i| Point {
                 time_ns: i * M,
                 step: None,
-                value: if (85..112).contains(&i) { 9.0 } else { 2.0 + 0.05 * wobble(i) },
+                value: if (85..112).contains(&i) {
+                    9.0
+                } else {
+                    2.0 + 0.05 * wobble(i)
+                },
             })
             .collect();
         s.insert("request_seconds_p95".into(), e2e);
-        let found = detect(&WorkloadKey::default(), &s, M, &DetectorConfig::default(), 150 * M);
+        let found = detect(
+            &WorkloadKey::default(),
+            &s,
+            M,
+            &DetectorConfig::default(),
+            150 * M,
+        );
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].metric.as_deref(), Some("request_seconds"));
         assert_eq!((found[0].start_ns, found[0].end_ns), (80 * M, 112 * M));

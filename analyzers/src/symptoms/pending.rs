@@ -511,7 +511,10 @@ mod tests {
         assert_eq!(f.baseline, Some(90.0));
         assert!((f.lost_seconds - 310.0).abs() < 1e-9);
         // A node that comes back keeps its pod: no replacement, no shortfall.
-        let back = vec![pod_ev(700, "node_not_ready", "b"), pod_ev(760, "node_ready", "b")];
+        let back = vec![
+            pod_ev(700, "node_not_ready", "b"),
+            pod_ev(760, "node_ready", "b"),
+        ];
         assert!(
             detect_shortfalls(
                 &WorkloadKey::default(),
