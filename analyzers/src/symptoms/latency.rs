@@ -193,16 +193,13 @@ fn excess(
     if above.iter().filter(|a| !**a).count() < MIN_ORDINARY {
         return None;
     }
-    // Runs of points above, bridging one ordinary point (or one missing bucket) between.
+    // Runs of points above; a dip back shorter than a sustained regression (or a few
+    // missing buckets) does not end one: the workload stayed slower.
+    let bridge = ((cfg.latency_min_seconds * 1e9) as i64).max(3 * bucket_ns);
     let mut groups: Vec<Vec<usize>> = Vec::new();
     for i in (0..pts.len()).filter(|&i| above[i]) {
         match groups.last_mut() {
-            Some(g)
-                if {
-                    let last = *g.last().unwrap_or(&i);
-                    i - last <= 2 && pts[i].0 - pts[last].0 <= 3 * bucket_ns
-                } =>
-            {
+            Some(g) if g.last().is_some_and(|&last| pts[i].0 - pts[last].0 <= bridge) => {
                 g.push(i)
             }
             _ => groups.push(vec![i]),
