@@ -65,12 +65,13 @@ pub mod symptoms {
 
 /// The views the cause rules read, in dependency order: events in each symptom's scope,
 /// the throttle shares of its GPUs and the level signals' rates of its workload (the
-/// recompiles among logged compilations first).
+/// recompiles among logged compilations first), and a latency regression's serving samples.
 pub const SYMPTOM_VIEWS: &[SqlFile] = &[
     sql!("causes/repeat_compiles.sql"),
     sql!("causes/symptom_events.sql"),
     sql!("causes/throttle_shares.sql"),
     sql!("causes/level_rates.sql"),
+    sql!("causes/serving_around.sql"),
 ];
 
 /// The events cited as evidence (reads the registered `cited` table).

@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use super::stats::median;
+use super::stats::{mad_sigma, median};
 use super::{DetectorConfig, Point, Symptom, SymptomKind, WorkloadKey, plot_of};
 
 /// The latency series whyslow derives, with the name the report gives them (the p95 of
@@ -100,11 +100,10 @@ fn fit(points: &[(f64, Option<f64>)]) -> Fit {
             typical_z: 0.0,
         };
     }
-    let typical_z = quantile(&zs, 0.5);
+    let typical_z = median(&zs).unwrap_or(0.0);
     // The ordinary load: within three robust deviations of the median. A surge far past
     // it is an outlier of the load's own distribution; a daily cycle is not.
-    let dev: Vec<f64> = zs.iter().map(|z| (z - typical_z).abs()).collect();
-    let reach = (3.0 * 1.4826 * median(&dev).unwrap_or(0.0)).max(MIN_PAIR_SPREAD);
+    let reach = (3.0 * mad_sigma(&zs).unwrap_or(0.0)).max(MIN_PAIR_SPREAD);
     let (lo, hi) = (typical_z - reach, typical_z + reach);
     let ordinary: Vec<(f64, f64)> = points
         .iter()
@@ -199,7 +198,10 @@ fn excess(
     let mut groups: Vec<Vec<usize>> = Vec::new();
     for i in (0..pts.len()).filter(|&i| above[i]) {
         match groups.last_mut() {
-            Some(g) if g.last().is_some_and(|&last| pts[i].0 - pts[last].0 <= bridge) => {
+            Some(g)
+                if g.last()
+                    .is_some_and(|&last| pts[i].0 - pts[last].0 <= bridge) =>
+            {
                 g.push(i)
             }
             _ => groups.push(vec![i]),
@@ -418,6 +420,17 @@ mod tests {
         out
     }
 
+    /// The regressions of `s` over its `minutes`, with the default thresholds.
+    fn run(s: &BTreeMap<String, Vec<Point>>, minutes: i64) -> Vec<Symptom> {
+        detect(
+            &WorkloadKey::default(),
+            s,
+            M,
+            &DetectorConfig::default(),
+            minutes * M,
+        )
+    }
+
     fn diurnal(i: i64) -> f64 {
         // From 4 to 12 requests/s and back over 3 hours, with noise.
         8.0 - 4.0 * (i as f64 * std::f64::consts::TAU / 180.0).cos() + 0.3 * wobble(i)
@@ -428,13 +441,7 @@ mod tests {
         let s = series(180, diurnal, |i, r| {
             0.08 * (r / 4.0).powf(0.8) * (1.0 + 0.04 * wobble(i + 3))
         });
-        let found = detect(
-            &WorkloadKey::default(),
-            &s,
-            M,
-            &DetectorConfig::default(),
-            180 * M,
-        );
+        let found = run(&s, 180);
         assert!(found.is_empty(), "{found:?}");
     }
 
@@ -444,13 +451,7 @@ mod tests {
             let slow = if (100..130).contains(&i) { 1.8 } else { 1.0 };
             slow * 0.08 * (r / 4.0).powf(0.8) * (1.0 + 0.04 * wobble(i + 3))
         });
-        let found = detect(
-            &WorkloadKey::default(),
-            &s,
-            M,
-            &DetectorConfig::default(),
-            180 * M,
-        );
+        let found = run(&s, 180);
         assert_eq!(found.len(), 1, "{found:?}");
         let f = &found[0];
         assert_eq!(f.kind, SymptomKind::LatencyRegression);
@@ -476,13 +477,7 @@ mod tests {
             let queue = if r > 10.0 { 4.0 } else { 1.0 };
             queue * 0.1 * (1.0 + 0.05 * wobble(i + 11))
         });
-        let found = detect(
-            &WorkloadKey::default(),
-            &s,
-            M,
-            &DetectorConfig::default(),
-            180 * M,
-        );
+        let found = run(&s, 180);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!((found[0].start_ns, found[0].end_ns), (90 * M, 115 * M));
     }
@@ -500,16 +495,7 @@ mod tests {
                 }
             },
         );
-        assert!(
-            detect(
-                &WorkloadKey::default(),
-                &s,
-                M,
-                &DetectorConfig::default(),
-                120 * M
-            )
-            .is_empty()
-        );
+        assert!(run(&s, 120).is_empty());
     }
 
     #[test]
@@ -537,13 +523,7 @@ mod tests {
             })
             .collect();
         s.insert("request_seconds_p95".into(), e2e);
-        let found = detect(
-            &WorkloadKey::default(),
-            &s,
-            M,
-            &DetectorConfig::default(),
-            150 * M,
-        );
+        let found = run(&s, 150);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].metric.as_deref(), Some("request_seconds"));
         assert_eq!((found[0].start_ns, found[0].end_ns), (80 * M, 112 * M));

@@ -1,26 +1,15 @@
 -- framework.kv_cache_pressure: a serving engine's KV cache ran full during the latency
 -- regression, so requests were preempted (recomputed or swapped) or held back: the share
 -- of minutes its fullest replica's cache stood at 90% or more during the slowdown against
--- the two hours around it, and preemptions per second (each replica's mean, summed)
+-- the two hours around it (`symptom_serving_samples`), and preemptions per second (each replica's mean, summed)
 -- during against around (an engine preempts only when its cache cannot hold what runs).
 -- A cache that was as full before explains nothing new.
 -- Strength: the rise of the full share (1 at +50 points), at least 0.8 where preemptions
 -- began or tripled with a cache at 80% or more.
-WITH sym AS (
-  SELECT slowdown_id, namespace, workload, start, "end" FROM symptoms
-  WHERE kind = 'latency_regression'
-),
-samples AS (
-  SELECT s.slowdown_id, m.metric, m.pod, m.time, m.value,
-    CASE WHEN m.time >= s.start AND m.time <= s."end" THEN 'during' ELSE 'outside' END AS part
-  FROM sym s
-  JOIN serving_samples m ON m.workload = s.workload
-    AND (m.namespace IS NOT DISTINCT FROM s.namespace)
-    AND m.metric IN ('kv_cache_usage', 'preemptions_per_second')
-    AND m.time >= s.start - INTERVAL '1 hour' AND m.time <= s."end" + INTERVAL '1 hour'
-    AND NOT (m.time > s.start - INTERVAL '2 minutes' AND m.time < s.start)
-    AND NOT (m.time > s."end" AND m.time < s."end" + INTERVAL '2 minutes')
-    AND m.value = m.value
+WITH samples AS (
+  SELECT slowdown_id, metric, pod, time, value, part
+  FROM symptom_serving_samples
+  WHERE metric IN ('kv_cache_usage', 'preemptions_per_second')
 ),
 fullest AS (
   -- The fullest replica's cache per minute: pressure on one replica is pressure.
@@ -72,5 +61,5 @@ SELECT x.slowdown_id, 'framework.kv_cache_pressure' AS cause, 'workload' AS scop
         CAST(round(60 * x.pre_outside, 1) AS VARCHAR)) END) AS summary,
   least(1.0, x.raw) AS strength
 FROM scored x
-JOIN sym s ON s.slowdown_id = x.slowdown_id
+JOIN symptoms s ON s.slowdown_id = x.slowdown_id
 WHERE x.raw > 0;

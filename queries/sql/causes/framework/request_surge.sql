@@ -1,30 +1,17 @@
 -- framework.request_surge: a serving workload got far more requests than its own level
 -- around the slowdown: queueing, not a fault. Its request rate during the latency
--- regression against the rest of the two hours around it (before and after, two minutes
--- apart from it): requests arriving where the engine counts them (TGI), else requests
--- finished (vLLM: these plateau at the engine's capacity, so a surge shows less in them),
--- else prompt tokens; each replica's mean summed. The queue (`requests_waiting`) is told
+-- regression against the rest of the two hours around it (`symptom_serving_samples`):
+-- requests arriving where the engine counts them (TGI), else requests finished (vLLM:
+-- these plateau at the engine's capacity, so a surge shows less in them), else prompt
+-- tokens; each replica's mean summed. The queue (`requests_waiting`) is told
 -- beside it; it alone is no surge (a slower engine queues as well).
 -- Strength: 0 at 1.2x the level outside, 1 at 2x and above.
-WITH sym AS (
-  SELECT slowdown_id, namespace, workload, start, "end" FROM symptoms
-  WHERE kind = 'latency_regression'
-),
-per_pod AS (
-  SELECT s.slowdown_id, m.metric, m.pod,
-    CASE WHEN m.time >= s.start AND m.time <= s."end" THEN 'during' ELSE 'outside' END AS part,
-    avg(m.value) AS value
-  FROM sym s
-  JOIN serving_samples m ON m.workload = s.workload
-    AND (m.namespace IS NOT DISTINCT FROM s.namespace)
-    AND m.metric IN ('requests_per_second', 'requests_succeeded_per_second',
-                     'prompt_tokens_per_second', 'requests_waiting')
-    AND m.time >= s.start - INTERVAL '1 hour' AND m.time <= s."end" + INTERVAL '1 hour'
-    AND NOT (m.time > s.start - INTERVAL '2 minutes' AND m.time < s.start)
-    AND NOT (m.time > s."end" AND m.time < s."end" + INTERVAL '2 minutes')
-    AND m.value = m.value
-  GROUP BY s.slowdown_id, m.metric, m.pod,
-    CASE WHEN m.time >= s.start AND m.time <= s."end" THEN 'during' ELSE 'outside' END
+WITH per_pod AS (
+  SELECT slowdown_id, metric, pod, part, avg(value) AS value
+  FROM symptom_serving_samples
+  WHERE metric IN ('requests_per_second', 'requests_succeeded_per_second',
+                   'prompt_tokens_per_second', 'requests_waiting')
+  GROUP BY slowdown_id, metric, pod, part
 ),
 levels AS (
   SELECT slowdown_id, metric,
@@ -52,6 +39,6 @@ SELECT r.slowdown_id, 'framework.request_surge' AS cause, 'workload' AS scope,
     ')') AS summary,
   least(1.0, greatest(0.0, (r.during / r.outside - 1.2) / 0.8)) AS strength
 FROM rate r
-JOIN sym s ON s.slowdown_id = r.slowdown_id
+JOIN symptoms s ON s.slowdown_id = r.slowdown_id
 LEFT JOIN levels q ON q.slowdown_id = r.slowdown_id AND q.metric = 'requests_waiting'
 WHERE r.pick = 1 AND r.during / r.outside >= 1.2;
