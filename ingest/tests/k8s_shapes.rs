@@ -350,7 +350,9 @@ fn pods_nodes_and_controllers_as_inventory() {
         "spec": {"nodeName": "gke-gpu-9", "priority": 1000, "priorityClassName": "high",
             "containers": [{"name": "tgi", "resources": {"requests": {"nvidia.com/gpu": "2"}}}]},
         "status": {"phase": "Running", "startTime": "2026-11-29T10:14:02Z",
-            "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-29T10:14:01Z"}],
+            "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-29T10:14:01Z"},
+                {"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-29T10:21:30Z"},
+                {"type": "ContainersReady", "status": "True", "lastTransitionTime": "2026-11-29T10:21:30Z"}],
             "containerStatuses": [{"name": "tgi", "restartCount": 1,
                 "state": {"running": {"startedAt": "2026-11-29T10:20:00Z"}},
                 "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137, "startedAt": "2026-11-29T10:14:05Z", "finishedAt": "2026-11-29T10:19:58Z"}}}]}});
@@ -409,6 +411,10 @@ fn pods_nodes_and_controllers_as_inventory() {
     );
     assert_eq!(placed.attr("workload_kind"), Some("Deployment"));
     assert_eq!(placed.attr("requests.nvidia.com/gpu"), Some("2"));
+    let ready = d.of_kind("pod_ready");
+    assert_eq!(ready.len(), 1, "Ready, not ContainersReady");
+    assert_eq!(ready[0].time_ns, ns("2026-11-29T10:21:30Z"));
+    assert_eq!(ready[0].pod.as_deref(), Some("tgi-gemma-serving-x1"));
     let oom = d.of_kind("oom_killed")[0];
     assert_eq!(oom.time_ns, ns("2026-11-29T10:19:58Z"));
     assert_eq!(

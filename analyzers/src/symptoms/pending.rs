@@ -35,9 +35,9 @@ pub fn lost(kind: &str) -> bool {
 }
 
 /// Marks only a serving workload's replicas are read by: losses, a pod's node gone
-/// NotReady, and readiness probes failing (`not_ready`).
+/// NotReady, readiness probes failing (`not_ready`) and a pod's Ready condition.
 pub fn serving_only(kind: &str) -> bool {
-    lost(kind) || matches!(kind, "node_not_ready" | "not_ready")
+    lost(kind) || matches!(kind, "node_not_ready" | "not_ready" | "pod_ready")
 }
 
 /// Marks that a workload runs: its containers started (where the kubelet's events are
@@ -207,7 +207,8 @@ const READINESS_MAX_NS: i64 = 30 * 60 * 1_000_000_000;
 
 /// Capacity shortfalls of one serving workload: its waits for a replica, each from the
 /// request (a scale-up's new pod) or the loss of the replica it replaces (that pod's node
-/// gone NotReady), until the new replicas are ready (their readiness probes stop failing),
+/// gone NotReady), until the new replicas are ready (their Ready condition, else their
+/// readiness probes stop failing),
 /// beyond the workload's normal replica start: its shortest other such wait, else the
 /// replica's own time from its container's start to ready (loading the model).
 pub fn detect_shortfalls(
@@ -229,17 +230,25 @@ pub fn detect_shortfalls(
                     && e.time_ns <= end_ns
             });
             for st in started {
+                let after_start = |e: &&Lifecycle| {
+                    e.pod == st.pod
+                        && e.time_ns >= st.time_ns
+                        && e.time_ns <= st.time_ns + READINESS_MAX_NS
+                };
+                // Its Ready condition where an inventory tells it, else its last failed
+                // readiness probe.
                 let ready = events
                     .iter()
-                    .filter(|e| {
-                        e.kind == "not_ready"
-                            && e.pod == st.pod
-                            && e.time_ns >= st.time_ns
-                            && e.time_ns <= st.time_ns + READINESS_MAX_NS
+                    .filter(after_start)
+                    .find(|e| e.kind == "pod_ready")
+                    .or_else(|| {
+                        events
+                            .iter()
+                            .filter(after_start)
+                            .filter(|e| e.kind == "not_ready")
+                            .max_by_key(|e| e.time_ns)
                     })
-                    .map(|e| e.time_ns)
-                    .max()
-                    .unwrap_or(st.time_ns);
+                    .map_or(st.time_ns, |e| e.time_ns);
                 end = end.max(ready);
                 own_start = Some(secs(ready - st.time_ns));
             }
@@ -510,6 +519,18 @@ mod tests {
         assert_eq!((f.start_ns, f.end_ns), (700 * S, 1100 * S));
         assert_eq!(f.baseline, Some(90.0));
         assert!((f.lost_seconds - 310.0).abs() < 1e-9);
+        // An inventory's Ready condition tells it exactly: ready at 1115 s (the probe's
+        // next success after its last failure), whatever the probes said.
+        let mut told = events.clone();
+        told.push(pod_ev(1115, "pod_ready", "c"));
+        let found = detect_shortfalls(
+            &WorkloadKey::default(),
+            &told,
+            &DetectorConfig::default(),
+            2000 * S,
+        );
+        assert_eq!((found[0].start_ns, found[0].end_ns), (700 * S, 1115 * S));
+        assert_eq!(found[0].baseline, Some(105.0));
         // A node that comes back keeps its pod: no replacement, no shortfall.
         let back = vec![
             pod_ev(700, "node_not_ready", "b"),

@@ -54,7 +54,8 @@
 //! condition_status, eviction_reason, preemption_reason, preemptor_uid, preemptor_job_uid,
 //! preemptor_path, preemptee_path, and the Pending numbers.
 //!
-//! From Pods: `pod_placed` (at PodScheduled, else startTime), `pod_unschedulable`,
+//! From Pods: `pod_placed` (at PodScheduled, else startTime), `pod_ready` (at the Ready
+//! condition's transition to True), `pod_unschedulable`,
 //! `preempted` / `evicted` (DisruptionTarget; attr disruption_reason), `oom_killed` and
 //! `container_terminated` (at finishedAt; attrs container, exit_code, started_at,
 //! container_restart_count), `evicted` or the snake_case status reason of a Failed pod

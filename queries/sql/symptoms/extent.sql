@@ -1,4 +1,5 @@
--- The first and last time of data per workload inside the window (events and metrics),
+-- The first and last time of data per workload inside the window (events and metrics,
+-- a serving engine's scrapes counted for the workload `serving_samples` gives them),
 -- the last time of data that says the workload is still there (anything but the
 -- announcements of its end: run_finished, Kueue Finished, Job Completed, deletions),
 -- and the last warning or error about it: a run whose progress stops with neither after
@@ -17,6 +18,11 @@ FROM (
     max(CASE WHEN false THEN time END) AS warned
   FROM metrics
   WHERE time >= $from AND time <= $to GROUP BY namespace, workload
+  UNION ALL
+  SELECT namespace, workload, min(time) AS t0, max(time) AS t1, max(time) AS alive,
+    max(CASE WHEN false THEN time END) AS warned
+  FROM serving_samples
+  WHERE time >= $from AND time <= $to AND workload IS NOT NULL GROUP BY namespace, workload
 ) x
 GROUP BY namespace, workload
 ORDER BY namespace, workload;

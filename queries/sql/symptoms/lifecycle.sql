@@ -4,7 +4,8 @@
 -- each names (a controller's `Created pod: X` / `Deleted pod: X` names X): the input of
 -- the pending detector and of each run's end. For a serving workload's replicas also: a
 -- pod's loss (its node NotReady, the taint manager evicting it) and its readiness probe
--- failing (`not_ready`: a replica that runs but does not serve yet).
+-- failing (`not_ready`: a replica that runs but does not serve yet) and its Ready condition
+-- from an inventory (`pod_ready`).
 SELECT namespace, workload, run_id,
   CASE WHEN kind = 'unhealthy' THEN 'not_ready' ELSE kind END AS kind, time,
   coalesce(pod, CASE WHEN lower(attrs['child_kind']) = 'pod' THEN attrs['child_name'] END) AS pod
@@ -16,7 +17,7 @@ WHERE workload IS NOT NULL
                'saw_completed_job',
                'container_started', 'image_pulling', 'image_pulled', 'image_pull_failed',
                'pod_unschedulable', 'workload_created', 'pod_placed')
-       OR (kind IN ('taint_manager_eviction', 'node_not_ready') AND pod IS NOT NULL)
+       OR (kind IN ('taint_manager_eviction', 'node_not_ready', 'pod_ready') AND pod IS NOT NULL)
        OR (kind = 'unhealthy' AND pod IS NOT NULL AND message LIKE 'Readiness probe failed%'))
   -- A controller creating a child Job (a CronJob's run, a JobSet's replicated Job) does not
   -- wait for it: that Job is a workload of its own.

@@ -146,27 +146,25 @@ pub fn pod_rows(p: &Pod<'_>, owners: &mut Owners, rows: &mut Vec<Row>) -> Result
         let ctype = text(&c.type_).unwrap_or("");
         let status = text(&c.status).unwrap_or("");
         let reason = text(&c.reason);
-        let kind = match (ctype, status) {
+        let (kind, severity) = match (ctype, status) {
             ("PodScheduled", "True") => {
                 scheduled_at = Some(t);
                 continue;
             }
-            ("PodScheduled", "False") => "pod_unschedulable",
+            ("PodScheduled", "False") => ("pod_unschedulable", Severity::Warning),
+            // Ready since then: a serving replica's readiness, exactly (a Deployment's
+            // replica that runs but loads its model is not ready yet).
+            ("Ready", "True") => ("pod_ready", Severity::Info),
             ("DisruptionTarget", "True") => {
                 if reason.is_some_and(|r| r.starts_with("Preemption")) {
-                    "preempted"
+                    ("preempted", Severity::Warning)
                 } else {
-                    "evicted"
+                    ("evicted", Severity::Warning)
                 }
             }
             _ => continue,
         };
-        let mut r = new_row(
-            t,
-            condition_id(&base, c),
-            Cow::Borrowed(kind),
-            Severity::Warning,
-        );
+        let mut r = new_row(t, condition_id(&base, c), Cow::Borrowed(kind), severity);
         r.reason = reason.map(str::to_string);
         r.message = text(&c.message).map(str::to_string);
         if ctype == "DisruptionTarget" {

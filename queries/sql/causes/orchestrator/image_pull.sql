@@ -20,7 +20,9 @@ SELECT e.slowdown_id, 'orchestrator.image_pull' AS cause, 'workload' AS scope,
   min(e.node) AS node, CAST(NULL AS VARCHAR) AS device, min(e.time) AS time,
   array_agg(e.event_id ORDER BY e.time, e.event_id) AS evidence,
   concat('Image pull trouble for ', coalesce(min(e.namespace), ''), '/', min(e.workload), ': ',
-    first_value(e.message ORDER BY e.time, e.event_id)) AS summary
+    -- The kubelet's `Failed to pull image …: <why>` over its bare `Error: ErrImagePull`.
+    first_value(e.message ORDER BY CASE WHEN e.message LIKE 'Error: %' THEN 1 ELSE 0 END,
+      e.time, e.event_id)) AS summary
 FROM symptom_events e
 LEFT JOIN slow_pulls s ON s.slowdown_id = e.slowdown_id AND s.event_id = e.event_id
 WHERE e.scope = 'workload'

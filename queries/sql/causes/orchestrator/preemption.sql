@@ -4,7 +4,9 @@
 -- attrs (`preemptor` as NS/NAME or NAME, or `preemptor_uid` resolved through the Kueue
 -- Workload rows' `workload_uid`), else the higher-priority workload admitted in the same
 -- ClusterQueue around the eviction — its priority, and the ClusterQueue with the
--- contended resource and quota when the log holds them.
+-- contended resource and quota when the log holds them. When the preemptor's pod started
+-- a container after the eviction, the summary says when (within 5 minutes: that pod did
+-- not wait); a preemptor left short has a slowdown of its own (`capacity_shortfall`).
 WITH ev AS (
   SELECT * FROM symptom_events
   WHERE scope = 'workload' AND kind IN ('evicted', 'preempted')
@@ -83,6 +85,20 @@ preemptor_marks AS (
     AND e.kind IN ('scaled', 'admitted', 'quota_reserved')
     AND e.time >= n.t - INTERVAL '10 minutes' AND e.time <= n.t + INTERVAL '5 minutes'
 ),
+-- The preemptor's first container start within 30 minutes after the eviction: the pod
+-- the preemption made room for.
+preemptor_start AS (
+  SELECT n.slowdown_id,
+    first_value(e.pod ORDER BY e.time, e.event_id) AS pod,
+    CAST(round(extract(epoch FROM min(e.time)) - extract(epoch FROM min(n.t))) AS BIGINT) AS after_s,
+    min(e.time) AS time,
+    first_value(e.event_id ORDER BY e.time, e.event_id) AS event_id
+  FROM named n
+  JOIN events e ON e.workload = n.preemptor AND (e.namespace IS NOT DISTINCT FROM n.preemptor_ns)
+    AND e.kind = 'container_started'
+    AND e.time >= n.t AND e.time <= n.t + INTERVAL '30 minutes'
+  GROUP BY n.slowdown_id
+),
 quota AS (
   SELECT coalesce(attrs['cluster_queue'], attrs['clusterqueue'], workload) AS cq,
     max(coalesce(attrs['quota_resource'], attrs['resource'])) AS resource,
@@ -94,6 +110,8 @@ evidence AS (
   SELECT slowdown_id, time, event_id FROM ev
   UNION ALL
   SELECT slowdown_id, time, event_id FROM preemptor_marks
+  UNION ALL
+  SELECT slowdown_id, time, event_id FROM preemptor_start
 ),
 evidence_list AS (
   SELECT slowdown_id, array_agg(DISTINCT event_id) AS evidence FROM evidence GROUP BY slowdown_id
@@ -113,8 +131,12 @@ SELECT n.slowdown_id, 'orchestrator.preemption' AS cause, 'workload' AS scope,
         THEN concat(' (', coalesce(q.resource, n.resource, 'nvidia.com/gpu'), ' quota ', q.amount, ')')
         WHEN n.resource IS NOT NULL THEN concat(' (', n.resource, ' quota exhausted)') END)
     END,
-    CASE WHEN n.why IS NOT NULL THEN concat(' [', n.why, ']') END) AS summary
+    CASE WHEN n.why IS NOT NULL THEN concat(' [', n.why, ']') END,
+    CASE WHEN ps.pod IS NOT NULL THEN concat('; the preemptor''s pod ', ps.pod, ' started ',
+      ps.after_s, ' s after the eviction',
+      CASE WHEN ps.after_s <= 300 THEN ' (that pod did not wait)' END) END) AS summary
 FROM named n
 JOIN evidence_list x ON x.slowdown_id = n.slowdown_id
 LEFT JOIN prio pp ON pp.workload = n.preemptor AND (pp.namespace IS NOT DISTINCT FROM n.preemptor_ns)
-LEFT JOIN quota q ON q.cq = n.queue;
+LEFT JOIN quota q ON q.cq = n.queue
+LEFT JOIN preemptor_start ps ON ps.slowdown_id = n.slowdown_id;
