@@ -199,6 +199,12 @@ pub fn detect(
     symptoms_of(key, &ws, SymptomKind::Pending, cfg)
 }
 
+/// Marks that a running replica is gone from then: its node NotReady, the pod evicted or
+/// preempted (Kueue's pod integration, the kubelet, the scheduler).
+fn replica_gone(kind: &str) -> bool {
+    matches!(kind, "node_not_ready" | "evicted" | "preempted")
+}
+
 /// How far before a replacement's creation the loss of the replica it replaces is looked
 /// for (the taint manager's default toleration is 5 minutes).
 const LOSS_LOOKBACK_NS: i64 = 10 * 60 * 1_000_000_000;
@@ -207,7 +213,7 @@ const READINESS_MAX_NS: i64 = 30 * 60 * 1_000_000_000;
 
 /// Capacity shortfalls of one serving workload: its waits for a replica, each from the
 /// request (a scale-up's new pod) or the loss of the replica it replaces (that pod's node
-/// gone NotReady), until the new replicas are ready (their Ready condition, else their
+/// gone NotReady, the pod evicted or preempted), until the new replicas are ready (their Ready condition, else their
 /// readiness probes stop failing),
 /// beyond the workload's normal replica start: its shortest other such wait, else the
 /// replica's own time from its container's start to ready (loading the model).
@@ -255,7 +261,7 @@ pub fn detect_shortfalls(
             let loss = events
                 .iter()
                 .filter(|e| {
-                    e.kind == "node_not_ready"
+                    replica_gone(&e.kind)
                         && e.pod.is_some()
                         && e.time_ns <= start_ns
                         && start_ns - e.time_ns <= LOSS_LOOKBACK_NS
@@ -492,6 +498,32 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].kind, SymptomKind::CapacityShortfall);
         assert!((found[0].lost_seconds - 470.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_preempted_replica_is_short_from_its_preemption() {
+        // Kueue preempts b's pod Workload at 600 s; b is gone at 630 s and its replacement
+        // c, created at 631 s, waits for quota until 1500 s and loads until 1580 s: short
+        // from the preemption, less c's own 80 s.
+        let events = vec![
+            pod_ev(600, "preempted", "b"),
+            pod_ev(600, "evicted", "b"),
+            pod_ev(630, "finished", "b"),
+            pod_ev(631, "workload_created", "c"),
+            pod_ev(632, "pending", "c"),
+            pod_ev(1495, "admitted", "c"),
+            pod_ev(1500, "container_started", "c"),
+            pod_ev(1580, "not_ready", "c"),
+        ];
+        let found = detect_shortfalls(
+            &WorkloadKey::default(),
+            &events,
+            &DetectorConfig::default(),
+            2000 * S,
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!((found[0].start_ns, found[0].end_ns), (600 * S, 1580 * S));
+        assert!((found[0].lost_seconds - 900.0).abs() < 1e-9);
     }
 
     #[test]
