@@ -355,3 +355,65 @@ fn torchtitan_step_line() {
     assert_eq!(d.metrics.len(), 6);
     assert!(d.metrics.iter().all(|m| m.rank.is_none()));
 }
+
+/// A serving sample (`fixtures/samples/serving/`) as a pod's CRI log: each line framed
+/// with the time its own `MM-DD HH:MM:SS` stamp gives in `year` (the framing is DERIVED,
+/// the lines are the sample's).
+fn serving_sample_as_cri(name: &str, year: &str) -> String {
+    let path = format!(
+        "{}/../fixtures/samples/serving/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    text.lines()
+        .map(|l| {
+            let at = l.find("INFO ").expect("a stamped line") + 5;
+            let (md, hms) = (&l[at..at + 5], &l[at + 6..at + 14]);
+            format!("{year}-{md}T{hms}.000000000Z stdout F {l}\n")
+        })
+        .collect()
+}
+
+#[test]
+fn vllm_engine_stats_lines_are_serving_metrics() {
+    for (name, year, running, waiting, kv) in [
+        (
+            "vllm-0.5-engine-stats-log-vllm-issue-7540-excerpt.log",
+            "2024",
+            [1.0, 2.0, 2.0, 2.0, 2.0],
+            [0.0; 5],
+            [0.002, 0.004, 0.005, 0.004, 0.004],
+        ),
+        (
+            "vllm-v1-engine-stats-log-vllm-issue-43295-excerpt.log",
+            "2025",
+            [18.0, 18.0, 18.0, 21.0, 20.0],
+            [43.0, 42.0, 33.0, 23.0, 23.0],
+            [0.959, 0.955, 0.877, 0.959, 0.984],
+        ),
+    ] {
+        let text = serving_sample_as_cri(name, year);
+        let d = run(
+            &text,
+            "/var/log/pods/serving_vllm-llama3-8b-7d9f-x2k4p_uid/vllm/0.log",
+            &Hints::default(),
+        );
+        assert_eq!((d.dead, d.counts.rejected), (0, 0), "{name}");
+        let values = |m: &str| -> Vec<f64> { named(&d, m).iter().map(|x| x.value).collect() };
+        assert_eq!(values("requests_running"), running, "{name}");
+        assert_eq!(values("requests_waiting"), waiting, "{name}");
+        let got = values("kv_cache_usage");
+        assert_eq!(got.len(), 5, "{name}");
+        for (g, want) in got.iter().zip(kv) {
+            assert!((g - want).abs() < 1e-12, "{name}: {g} vs {want}");
+        }
+        assert_eq!(named(&d, "prompt_tokens_per_second").len(), 5, "{name}");
+        assert_eq!(named(&d, "generation_tokens_per_second").len(), 5, "{name}");
+        let first = named(&d, "kv_cache_usage")[0];
+        assert!(
+            first.time.starts_with(year),
+            "{name}: CRI time {}",
+            first.time
+        );
+    }
+}

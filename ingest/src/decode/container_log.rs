@@ -1,6 +1,7 @@
 //! `container-log`: container stdout/stderr as clusters ship it — CRI log files, Fluent
 //! Bit / Vector enriched JSON records, plain `kubectl logs [--timestamps]` output — read
-//! by the training-framework rules of `framework_lines` into events and metrics.
+//! by the training-framework rules of `framework_lines` and the serving-engine rules of
+//! `engine_lines` (vLLM's stats line) into events and metrics.
 //!
 //! Time: a line is dated by its framing (CRI, `--timestamps`, the JSON record's time),
 //! else by a timestamp the framework wrote into it (`[2025-10-18 00:08:51,982]`,
@@ -9,6 +10,7 @@
 //! by `--time` / the Kafka message time (`time_from=default`); a line that says something
 //! but can be dated by none of these is skipped and counted.
 
+mod engine_lines;
 mod framework_lines;
 mod pod_names;
 mod traceback;

@@ -18,6 +18,8 @@ pub mod source {
     pub const XLA: &str = "xla";
     /// NVIDIA Nsight Systems' `nsys` command line.
     pub const NSIGHT: &str = "nsight";
+    /// The vLLM serving engine (its stats log line).
+    pub const VLLM: &str = "vllm";
     pub const APP: &str = "app";
 }
 
@@ -859,6 +861,7 @@ pub fn classify(l: &str, out: &mut Vec<Finding>) -> bool {
         || train_epoch_line(l, out)
         || deepspeed_throughput(l, out)
         || tqdm_bar(l, out)
+        || super::engine_lines::vllm_stats(l, out)
 }
 
 #[cfg(test)]
