@@ -178,6 +178,9 @@ pub fn fit(cause: Cause, kind: SymptomKind) -> f64 {
             HostResourcePressure,
             CrashLoop,
         ],
+        // Fewer replicas than the traffic needs: whatever keeps a replica away (its
+        // node or GPU lost, it preempted or evicted, a scale-up's replica not admitted,
+        // placed, pulled or started) leaves its load on the others.
         LatencyRegression => &[
             GpuMemoryError,
             NvlinkError,
@@ -187,6 +190,11 @@ pub fn fit(cause: Cause, kind: SymptomKind) -> f64 {
             HostMaintenance,
             Preemption,
             Eviction,
+            QuotaWait,
+            SchedulingFailure,
+            ImagePull,
+            CrashLoop,
+            OomKilled,
         ],
         CapacityShortfall => &[GpuMemoryError, HostResourcePressure],
     };
