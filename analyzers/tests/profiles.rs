@@ -1,5 +1,5 @@
 //! Profiles as evidence, end to end: the seed scenario (Kueue preempts the fine-tuning
-//! Job; its stall runs from 09:40:01 to 10:09:14) plus captures of its own — envelope
+//! Job; its stall runs from 09:40:01 to 10:09:16) plus captures of its own — envelope
 //! `profile_captured` records and an XLA profiler session in the trainer pod's CRI log —
 //! ingested into a real store and reported. The stall lists exactly the captures of its
 //! workload and run whose interval overlaps it, in time order, each url once; Markdown
@@ -102,7 +102,7 @@ fn a_slowdown_lists_the_profiles_captured_during_it() {
         .expect("the fine-tuning Job's stall");
     assert_eq!(
         (stall.start.as_str(), stall.end.as_str()),
-        ("2026-11-29T09:40:01Z", "2026-11-29T10:09:14Z")
+        ("2026-11-29T09:40:01Z", "2026-11-29T10:09:16Z")
     );
     assert_eq!(stall.causes[0].cause, "orchestrator.preemption");
     let got: Vec<(&str, &str)> = stall

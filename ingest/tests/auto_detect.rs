@@ -190,8 +190,16 @@ const EXPECTED: &[(&str, Option<Format>)] = &[
         Some(Prometheus),
     ),
     (
+        "serving/vllm-0.5-engine-stats-log-vllm-issue-7540-excerpt.log",
+        Some(ContainerLog),
+    ),
+    (
         "serving/vllm-0.5-opt-125m-datadog-integrations-core.prom",
         Some(Prometheus),
+    ),
+    (
+        "serving/vllm-v1-engine-stats-log-vllm-issue-43295-excerpt.log",
+        Some(ContainerLog),
     ),
     ("training-logs/SOURCES.md", Some(ContainerLog)),
     (
