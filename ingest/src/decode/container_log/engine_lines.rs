@@ -87,7 +87,10 @@ pub fn vllm_stats(l: &str, out: &mut Vec<Finding>) -> bool {
 mod tests {
     use super::*;
 
-    fn metrics(l: &str) -> Vec<(String, f64, Vec<(&'static str, String)>)> {
+    /// A metric's name, value and labels.
+    type Read = (String, f64, Vec<(&'static str, String)>);
+
+    fn metrics(l: &str) -> Vec<Read> {
         let mut v = Vec::new();
         assert!(vllm_stats(l, &mut v), "{l}");
         v.into_iter()
