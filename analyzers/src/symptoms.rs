@@ -5,6 +5,7 @@
 
 pub mod gpu_straggler;
 pub mod latency;
+pub mod mixture;
 pub mod pace;
 pub mod pending;
 pub mod progress;

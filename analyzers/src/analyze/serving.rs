@@ -1,6 +1,6 @@
 //! The serving side of the analysis: which workloads serve, their engines' series per
-//! replica and minute (`symptoms/serving_series.sql`) combined into the workload's, and
-//! their latency regressions.
+//! replica and minute (`symptoms/serving_series.sql`) combined into the workload's (the
+//! latencies pooled over the replicas' requests), and their latency regressions.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,7 +11,9 @@ use crate::Result;
 use crate::columns::Columns;
 use crate::sql::{self, symptoms as q};
 use crate::symptoms::serving::{Combine, ReplicaSample, combine};
-use crate::symptoms::{DetectorConfig, Point, Symptom, WorkloadKey, WorkloadName, latency};
+use crate::symptoms::{
+    DetectorConfig, Point, Symptom, WorkloadKey, WorkloadName, latency, mixture,
+};
 
 /// The buckets of `symptoms/serving_series.sql`.
 pub const SERVING_BUCKET_NS: i64 = 60 * 1_000_000_000;
@@ -65,17 +67,40 @@ pub async fn read_serving_series(
     }
     Ok(rows
         .into_iter()
-        .map(|(wk, metrics)| {
-            let combined = metrics
-                .into_iter()
-                .map(|(m, samples)| {
-                    let pts = combine(&samples, Combine::of(&m), SERVING_BUCKET_NS);
-                    (m, pts)
-                })
-                .collect();
-            (wk, combined)
-        })
+        .map(|(wk, metrics)| (wk, combine_replicas(&metrics)))
         .collect())
+}
+
+/// One workload's series from its replicas': each latency's p95 pooled over the replicas'
+/// requests (`mixture::pool`), the rest combined as `Combine::of` says. The p50, p99 and
+/// request counts that shaped a p95 are not kept.
+fn combine_replicas(
+    metrics: &BTreeMap<String, Vec<ReplicaSample>>,
+) -> BTreeMap<String, Vec<Point>> {
+    let none: Vec<ReplicaSample> = Vec::new();
+    let part = |base: &str, suffix: &str| metrics.get(&format!("{base}{suffix}")).unwrap_or(&none);
+    let mut out = BTreeMap::new();
+    for (m, samples) in metrics {
+        if let Some(base) = m.strip_suffix("_p95") {
+            let pts = mixture::pool(
+                part(base, "_p50"),
+                samples,
+                part(base, "_p99"),
+                part(base, "_observations"),
+                SERVING_BUCKET_NS,
+            );
+            out.insert(m.clone(), pts);
+        } else if !["_p50", "_p99", "_observations"]
+            .iter()
+            .any(|s| m.ends_with(s))
+        {
+            out.insert(
+                m.clone(),
+                combine(samples, Combine::of(m), SERVING_BUCKET_NS),
+            );
+        }
+    }
+    out
 }
 
 /// The latency regressions of every serving workload.

@@ -1,5 +1,6 @@
-//! A serving workload's series from its replicas' per-minute values: latency averaged over
-//! the replicas that report it, request and token rates and queues summed, the KV cache's
+//! A serving workload's series from its replicas' per-minute values: a latency averaged over
+//! the replicas that report it (where `mixture` cannot pool their quantiles), request and
+//! token rates and queues summed, the KV cache's
 //! fullest replica; a replica scraped less often than every minute counts with its last
 //! value for a while, so a sum does not dip whenever one scrape falls in the next minute.
 
@@ -22,7 +23,8 @@ pub struct ReplicaSample {
 /// How the replicas of one series make the workload's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Combine {
-    /// Latency: the mean of the replicas that reported in the bucket.
+    /// A latency without the quantiles `mixture` pools: the mean of the replicas that
+    /// reported in the bucket.
     Mean,
     /// Rates and queues: the sum over replicas, each carried for [`CARRY_BUCKETS`].
     Sum,

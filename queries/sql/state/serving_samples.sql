@@ -1,5 +1,5 @@
 -- A serving engine's samples (vLLM, TGI, or any exporter writing the same whyslow names:
--- request latency quantiles, request and token rates, queue depth, KV cache use,
+-- request latency quantiles and their requests per interval, request and token rates, queue depth, KV cache use,
 -- preemptions) with the workload each belongs to: the one the sample names, else its pod's
 -- (any controller: a Deployment's replicas included), else the workload whose name the pod's
 -- name extends (`<deployment>-<hash>-<id>`, the longest such name), as a scrape of a
@@ -7,8 +7,15 @@
 CREATE OR REPLACE VIEW serving_samples AS
 WITH serving AS (
   SELECT * FROM metrics
-  WHERE metric IN ('ttft_seconds_p95', 'inter_token_seconds_p95',
-                   'time_per_output_token_seconds_p95', 'request_seconds_p95',
+  WHERE metric IN ('ttft_seconds_p50', 'ttft_seconds_p95', 'ttft_seconds_p99',
+                   'ttft_seconds_observations',
+                   'inter_token_seconds_p50', 'inter_token_seconds_p95',
+                   'inter_token_seconds_p99', 'inter_token_seconds_observations',
+                   'time_per_output_token_seconds_p50', 'time_per_output_token_seconds_p95',
+                   'time_per_output_token_seconds_p99',
+                   'time_per_output_token_seconds_observations',
+                   'request_seconds_p50', 'request_seconds_p95', 'request_seconds_p99',
+                   'request_seconds_observations',
                    'requests_per_second', 'requests_succeeded_per_second',
                    'prompt_tokens_per_second', 'generation_tokens_per_second',
                    'requests_waiting', 'requests_running', 'kv_cache_usage',
