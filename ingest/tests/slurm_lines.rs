@@ -331,3 +331,28 @@ fn kafka_message_holds_a_whole_sacct_dump() {
     let d = decode(&[&bad], true);
     assert_eq!((d.counts.rejected, d.events.len()), (1, 0));
 }
+
+/// Every row of a line carries the line's text: a 4 KB line naming 16,384 nodes would
+/// write 64 MB, and is one dead letter instead; the same nodes on a line of ordinary length
+/// are a row each.
+#[test]
+fn a_long_line_over_a_large_hostlist_is_refused_before_it_is_copied_per_node() {
+    let pad = "x".repeat(4096);
+    let long = format!(
+        "[2026-11-29T10:15:02.123] error: Nodes gpu[00000-16383] not responding, setting DOWN {pad}"
+    );
+    let d = decode(&[&long], false);
+    assert!(d.events.is_empty());
+    assert_eq!(d.dead.len(), 1);
+    assert!(
+        d.dead[0].contains("16384 rows") && d.dead[0].contains("byte limit"),
+        "{}",
+        d.dead[0]
+    );
+    let d = decode(
+        &["[2026-11-29T10:15:02.123] error: Nodes gpu[00000-16383] not responding, setting DOWN"],
+        false,
+    );
+    assert_eq!(d.events.len(), 16384);
+    assert!(d.dead.is_empty());
+}

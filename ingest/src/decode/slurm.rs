@@ -64,6 +64,40 @@ pub enum SlurmError {
     NoHeader,
     #[error("unreadable sacct time '{0}'")]
     Time(String),
+    #[error(
+        "line would write {rows} rows of {bytes} bytes in all (its text once per node), over the {MAX_LINE_OUTPUT_BYTES} byte limit"
+    )]
+    Output { rows: usize, bytes: usize },
+}
+
+/// The most bytes one line may write: each of its rows carries the line's text, so a long
+/// line naming a large hostlist is copied (and hashed) once per node. A real allocation of
+/// 65,536 nodes with a 200-byte line writes about 14 MB.
+pub const MAX_LINE_OUTPUT_BYTES: usize = 64 * 1024 * 1024;
+
+/// The bytes the rows of `drafts` would write with `message` as their text, counted
+/// before anything is written.
+fn output_bytes(drafts: &[&Draft], message: &str) -> (usize, usize) {
+    let (mut rows, mut bytes) = (0usize, 0usize);
+    for d in drafts {
+        let attrs: usize = d.attrs.iter().map(|(k, v)| k.len() + v.len()).sum();
+        let fixed = message.len() + attrs + d.job.as_ref().map_or(0, String::len) + 64;
+        let node_bytes: usize = d.nodes.iter().map(String::len).sum();
+        let n = d.nodes.len().max(1);
+        rows = rows.saturating_add(n);
+        bytes = bytes
+            .saturating_add(n.saturating_mul(fixed))
+            .saturating_add(node_bytes);
+    }
+    (rows, bytes)
+}
+
+fn check_output(drafts: &[&Draft], message: &str) -> Result<(), SlurmError> {
+    let (rows, bytes) = output_bytes(drafts, message);
+    if bytes > MAX_LINE_OUTPUT_BYTES {
+        return Err(SlurmError::Output { rows, bytes });
+    }
+    Ok(())
 }
 
 /// The `slurm` decoder. Remembers the sacct header and drain reasons until `finish`.
@@ -427,6 +461,7 @@ impl SlurmDecoder {
         }
         if let Some((t, msg)) = split_stamp(trimmed) {
             let drafts = self.controller_message(msg)?;
+            check_output(&drafts.iter().collect::<Vec<_>>(), msg)?;
             for d in &drafts {
                 self.write(t, d, msg, hints, out);
             }
@@ -445,6 +480,7 @@ impl SlurmDecoder {
         if trimmed.contains('|') {
             let header = self.header.as_ref().ok_or(SlurmError::NoHeader)?;
             let rows = self.sacct_row(header, trimmed)?;
+            check_output(&rows.iter().map(|(_, d)| d).collect::<Vec<_>>(), trimmed)?;
             for (t, d) in &rows {
                 self.write(*t, d, trimmed, hints, out);
             }
