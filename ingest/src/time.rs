@@ -293,22 +293,68 @@ pub fn parse_glog_prefix(s: &str, year_ref: Nanos) -> Option<Stamp> {
     }
     let (h, mi, sec) = (digits(b, t, 2)?, digits(b, t + 3, 2)?, digits(b, t + 6, 2)?);
     let (frac_ns, flen) = fraction(b, t + 8);
+    let ns = civil_to_ns(year_of(mo, year_ref), mo, d, h, mi, sec, frac_ns)?;
+    Some(Stamp {
+        ns,
+        len: t + 8 + flen,
+        has_offset: false,
+    })
+}
+
+/// The year of a month read without one, from a reference time: only a reference at one
+/// end of the year and a line at the other cross it (a reference may be a little before
+/// the line, or the file's mtime after it).
+fn year_of(month: u32, year_ref: Nanos) -> i32 {
     let reference = DateTime::from_timestamp_nanos(year_ref);
     let (ref_year, ref_month) = (
         chrono::Datelike::year(&reference),
         chrono::Datelike::month(&reference),
     );
-    // Only a reference at one end of the year and a line at the other cross it (a
-    // reference may be a little before the line, or the file's mtime after it).
-    let year = match (ref_month as i32) - (mo as i32) {
+    match (ref_month as i32) - (month as i32) {
         d if d > 9 => ref_year + 1,
         d if d < -9 => ref_year - 1,
         _ => ref_year,
-    };
-    let ns = civil_to_ns(year, mo, d, h, mi, sec, frac_ns)?;
+    }
+}
+
+/// The level names Python's `logging` prints, each with the space after it.
+const PY_LEVELS: [&[u8]; 5] = [b"DEBUG ", b"INFO ", b"WARNING ", b"ERROR ", b"CRITICAL "];
+
+/// Reads the stamp vLLM's logger writes (`%(levelname)s %(asctime)s` with the date format
+/// `%m-%d %H:%M:%S`) at the start of `s`, after the process tag vLLM V1 puts before it:
+/// `INFO 08-20 02:39:37 metrics.py:411] …`, `(APIServer pid=3646) INFO 05-19 10:13:11
+/// [loggers.py:271] …`. No year: as for glog, `year_ref` supplies it.
+pub fn parse_python_level_prefix(s: &str, year_ref: Nanos) -> Option<Stamp> {
+    let b = s.as_bytes();
+    let mut at = 0;
+    if b.first() == Some(&b'(') {
+        // `(APIServer pid=3646) `, `(EngineCore_DP0 pid=12) `, `(VllmWorker rank=0 pid=7) `
+        let close = b.iter().take(64).position(|&c| c == b')')?;
+        if b.get(close + 1) != Some(&b' ') {
+            return None;
+        }
+        at = close + 2;
+    }
+    let level = PY_LEVELS
+        .iter()
+        .find(|l| b.get(at..at + l.len()) == Some(**l))?;
+    at += level.len();
+    let (mo, d) = (digits(b, at, 2)?, digits(b, at + 3, 2)?);
+    if b.get(at + 2) != Some(&b'-') || b.get(at + 5) != Some(&b' ') {
+        return None;
+    }
+    let t = at + 6;
+    if b.get(t + 2) != Some(&b':') || b.get(t + 5) != Some(&b':') {
+        return None;
+    }
+    let (h, mi, sec) = (digits(b, t, 2)?, digits(b, t + 3, 2)?, digits(b, t + 6, 2)?);
+    if b.get(t + 8).is_some_and(|c| *c != b' ') {
+        return None;
+    }
+    let ns = civil_to_ns(year_of(mo, year_ref), mo, d, h, mi, sec, 0)?;
     Some(Stamp {
         ns,
-        len: t + 8 + flen,
+        len: t + 8,
         has_offset: false,
     })
 }
@@ -641,6 +687,35 @@ mod tests {
         assert_eq!(format_rfc3339(st.ns), "2026-01-01T00:00:01Z");
         assert!(parse_glog_prefix("Info 10:15", reference).is_none());
         assert!(parse_glog_prefix("I1399 10:15:02.1", reference).is_none());
+    }
+
+    #[test]
+    fn python_level_prefixes_of_vllm() {
+        let reference = parse_rfc3339("2025-11-01T00:00:00Z").unwrap();
+        let st =
+            parse_python_level_prefix("INFO 08-20 02:39:37 metrics.py:411] x", reference).unwrap();
+        assert_eq!(format_rfc3339(st.ns), "2025-08-20T02:39:37Z");
+        assert_eq!(st.len, 19);
+        let line = "(APIServer pid=3646) WARNING 05-19 10:13:11 [loggers.py:271] Engine 000";
+        let st = parse_python_level_prefix(line, reference).unwrap();
+        assert_eq!(format_rfc3339(st.ns), "2025-05-19T10:13:11Z");
+        assert_eq!(&line[st.len..st.len + 2], " [");
+        // January lines read against a December reference belong to the next year.
+        let december = parse_rfc3339("2025-12-31T23:00:00Z").unwrap();
+        let st = parse_python_level_prefix("ERROR 01-01 00:00:01 x", december).unwrap();
+        assert_eq!(format_rfc3339(st.ns), "2026-01-01T00:00:01Z");
+        for bad in [
+            "INFO 13-01 00:00:01 x",
+            "INFO 08-20 02:39 x",
+            "NOTICE 08-20 02:39:37 x",
+            "(no close INFO 08-20 02:39:37 x",
+            "(tag)INFO 08-20 02:39:37 x",
+            "INFO 08-20 02:39:37x",
+            "INFO 08\u{e9}20 02:39:37 x",
+            "(é) INFO 08-2é 02:39:37 x",
+        ] {
+            assert!(parse_python_level_prefix(bad, reference).is_none(), "{bad}");
+        }
     }
 }
 

@@ -374,6 +374,47 @@ fn serving_sample_as_cri(name: &str, year: &str) -> String {
         .collect()
 }
 
+/// `kubectl logs` of a vLLM pod, saved plainly: each line is dated by vLLM's own stamp
+/// (month and day; the year from `--time`), not all at one time.
+#[test]
+fn plain_vllm_logs_are_dated_by_their_own_stamps() {
+    for (name, reference, first, last) in [
+        (
+            "vllm-0.5-engine-stats-log-vllm-issue-7540-excerpt.log",
+            "2024-09-01T00:00:00Z",
+            "2024-08-20T02:39:37Z",
+            "2024-08-20T02:40:34Z",
+        ),
+        (
+            "vllm-v1-engine-stats-log-vllm-issue-43295-excerpt.log",
+            "2025-06-01T00:00:00Z",
+            "2025-05-19T10:13:11Z",
+            "2025-05-19T10:13:51Z",
+        ),
+    ] {
+        let path = format!(
+            "{}/../fixtures/samples/serving/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        let hints = Hints {
+            namespace: Some("serving".into()),
+            pod: Some("vllm-llama3-8b-7d9f5c6b8d-x2k4p".into()),
+            default_time_ns: parse_rfc3339(reference).ok(),
+            ..Hints::default()
+        };
+        let d = run(&text, "vllm.log", &hints);
+        assert_eq!((d.dead, d.counts.rejected), (0, 0), "{name}");
+        let times: Vec<&str> = named(&d, "kv_cache_usage")
+            .iter()
+            .map(|x| x.time.as_str())
+            .collect();
+        assert_eq!(times.len(), 5, "{name}");
+        assert_eq!((times[0], times[4]), (first, last), "{name}");
+        assert!(times.windows(2).all(|w| w[0] < w[1]), "{name}: {times:?}");
+    }
+}
+
 #[test]
 fn vllm_engine_stats_lines_are_serving_metrics() {
     for (name, year, running, waiting, kv) in [

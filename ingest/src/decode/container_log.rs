@@ -292,7 +292,8 @@ fn strip_ansi(l: &str) -> Cow<'_, str> {
 /// A timestamp the framework wrote at the start of its line: `2025-… ,982`,
 /// `[2025-10-18 00:08:51,982]`, `[titan] 2025-…`, glog `I1129 10:15:02.123456`, absl's
 /// `I0000 00:00:1770735834.933187` (epoch seconds, before `absl::InitializeLog()`),
-/// c10 `[W429 01:22:58.895439547 …]`.
+/// c10 `[W429 01:22:58.895439547 …]`, vLLM's `INFO 08-20 02:39:37 …` (after V1's
+/// `(APIServer pid=N) ` tag).
 fn inner_time(l: &str, year_ref: Option<Nanos>) -> Option<Nanos> {
     let candidates = [
         Some(l),
@@ -306,7 +307,8 @@ fn inner_time(l: &str, year_ref: Option<Nanos>) -> Option<Nanos> {
             return Some(st.ns);
         }
         if let Some(y) = year_ref
-            && let Some(st) = time::parse_glog_prefix(c, y)
+            && let Some(st) =
+                time::parse_glog_prefix(c, y).or_else(|| time::parse_python_level_prefix(c, y))
         {
             return Some(st.ns);
         }
