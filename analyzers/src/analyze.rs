@@ -17,7 +17,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::Result;
 use crate::attribution::{self, Attributed, EventInfo};
 use crate::causes::{self, Candidate, ScopeRow, SymptomRow};
-use crate::settle::settle_kinds;
+use crate::settle::{explain_latency_by_shortfall, settle_kinds};
 use crate::sql::{self, ts_param};
 use crate::symptoms::gpu_straggler;
 use crate::symptoms::pace::{PacePair, detect_regressions};
@@ -382,7 +382,8 @@ pub async fn analyze(
             profiles: Vec::new(),
         });
     }
-    let findings = settle_kinds(findings);
+    let mut findings = settle_kinds(findings);
+    explain_latency_by_shortfall(&mut findings);
     let findings = profiles::attach(ctx, &params, findings).await?;
     let mut workloads: Vec<WorkloadExtent> = extents
         .into_iter()

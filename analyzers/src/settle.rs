@@ -1,7 +1,10 @@
 //! Naming each finding for what happened once its cause is known: a stop ended by a
 //! crash's restore is a `restart`; a pace regression and a straggler over the same time
 //! are one slowdown; a GPU that held the others back for a cause of its own is where the
-//! job's throughput dropped.
+//! job's throughput dropped; a serving latency that rose while its workload was short of
+//! replicas has the shortfall's cause (`shortfall.rs`).
+
+mod shortfall;
 
 use std::collections::BTreeSet;
 
@@ -9,6 +12,8 @@ use whyslow_schemas::Cause;
 
 use crate::analyze::Finding;
 use crate::symptoms::SymptomKind;
+
+pub use shortfall::explain_latency_by_shortfall;
 
 /// Causes whose mechanism is the workload's own process failing (it is restarted), as
 /// opposed to being stopped from outside or hanging.

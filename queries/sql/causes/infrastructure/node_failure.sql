@@ -1,9 +1,13 @@
 -- infrastructure.node_failure: a node of the workload went NotReady, rebooted or stopped
--- answering.
+-- answering. An event on the workload's pod that names no node (the pod's own
+-- `NodeNotReady`) is told by the pod.
 SELECT slowdown_id, 'infrastructure.node_failure' AS cause, min(scope) AS scope, node,
   CAST(NULL AS VARCHAR) AS device, min(time) AS time,
   array_agg(event_id ORDER BY time, event_id) AS evidence,
-  concat('Node ', node, ' ', replace(first_value(kind ORDER BY time, event_id), '_', ' '),
+  concat(CASE WHEN node IS NOT NULL THEN concat('Node ', node)
+      WHEN min(pod) IS NOT NULL THEN concat('The node of pod ', min(pod))
+      ELSE 'A node of the workload' END,
+    ' ', replace(first_value(kind ORDER BY time, event_id), '_', ' '),
     CASE WHEN first_value(message ORDER BY time, event_id) IS NOT NULL
       THEN concat(': ', first_value(message ORDER BY time, event_id)) END) AS summary
 FROM symptom_events
