@@ -1,9 +1,10 @@
 -- A serving engine's samples (vLLM, TGI, or any exporter writing the same whyslow names:
--- request latency quantiles and their requests per interval, request and token rates, queue depth, KV cache use,
--- preemptions) with the workload each belongs to: the one the sample names, else its pod's
--- (any controller: a Deployment's replicas included), else the workload whose name the pod's
--- name extends (`<deployment>-<hash>-<id>`, the longest such name), as a scrape of a
--- replica that started before the data names only its pod.
+-- request latency quantiles and the requests they were measured on, request and token
+-- rates, queue depth, KV cache use, preemptions) with the workload each belongs to: the
+-- one the sample names, else its pod's (any controller: a Deployment's replicas
+-- included), else the workload whose name the pod's name extends
+-- (`<deployment>-<hash>-<id>`, the longest such name), as a scrape of a replica that
+-- started before the data names only its pod.
 CREATE OR REPLACE VIEW serving_samples AS
 WITH serving AS (
   SELECT * FROM metrics
