@@ -334,7 +334,7 @@ fn kafka_message_holds_a_whole_sacct_dump() {
 
 /// Every row of a line carries the line's text: a 4 KB line naming 16,384 nodes would
 /// write 64 MB, and is one dead letter instead; the same nodes on a line of ordinary length
-/// are a row each.
+/// are a row each, but not 64 times over in one message.
 #[test]
 fn a_long_line_over_a_large_hostlist_is_refused_before_it_is_copied_per_node() {
     let pad = "x".repeat(4096);
@@ -349,10 +349,16 @@ fn a_long_line_over_a_large_hostlist_is_refused_before_it_is_copied_per_node() {
         "{}",
         d.dead[0]
     );
-    let d = decode(
-        &["[2026-11-29T10:15:02.123] error: Nodes gpu[00000-16383] not responding, setting DOWN"],
-        false,
-    );
+    let short =
+        "[2026-11-29T10:15:02.123] error: Nodes gpu[00000-16383] not responding, setting DOWN";
+    let d = decode(&[short], false);
     assert_eq!(d.events.len(), 16384);
     assert!(d.dead.is_empty());
+    // The limit is the record's: a Kafka message of 64 such lines would write 64 times as
+    // much, and is one dead letter.
+    let message = vec![short; 64].join("\n");
+    let d = decode(&[&message], true);
+    assert!(d.events.is_empty());
+    assert_eq!(d.dead.len(), 1);
+    assert!(d.dead[0].contains("byte limit"), "{}", d.dead[0]);
 }

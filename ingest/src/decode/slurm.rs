@@ -65,15 +65,15 @@ pub enum SlurmError {
     #[error("unreadable sacct time '{0}'")]
     Time(String),
     #[error(
-        "line would write {rows} rows of {bytes} bytes in all (its text once per node), over the {MAX_LINE_OUTPUT_BYTES} byte limit"
+        "record would write {rows} rows of {bytes} bytes or more (each line's text once per node), over the {MAX_RECORD_OUTPUT_BYTES} byte limit"
     )]
     Output { rows: usize, bytes: usize },
 }
 
-/// The most bytes one line may write: each of its rows carries the line's text, so a long
-/// line naming a large hostlist is copied (and hashed) once per node. A real allocation of
-/// 65,536 nodes with a 200-byte line writes about 14 MB.
-pub const MAX_LINE_OUTPUT_BYTES: usize = 64 * 1024 * 1024;
+/// The most bytes one record (a line of a file, a whole Kafka message) may write: each row
+/// carries its line's text, so a long line naming a large hostlist is copied (and hashed)
+/// once per node. A real allocation of 65,536 nodes with a 200-byte line writes about 14 MB.
+pub const MAX_RECORD_OUTPUT_BYTES: usize = 64 * 1024 * 1024;
 
 /// The bytes the rows of `drafts` would write with `message` as their text, counted
 /// before anything is written.
@@ -92,11 +92,13 @@ fn output_bytes(drafts: &[&Draft], message: &str) -> (usize, usize) {
     (rows, bytes)
 }
 
-fn check_output(drafts: &[&Draft], message: &str) -> Result<(), SlurmError> {
+/// Takes what `drafts` would write out of the record's `budget` (bytes left of
+/// [`MAX_RECORD_OUTPUT_BYTES`]), or refuses the record.
+fn check_output(drafts: &[&Draft], message: &str, budget: &mut usize) -> Result<(), SlurmError> {
     let (rows, bytes) = output_bytes(drafts, message);
-    if bytes > MAX_LINE_OUTPUT_BYTES {
-        return Err(SlurmError::Output { rows, bytes });
-    }
+    *budget = budget
+        .checked_sub(bytes)
+        .ok_or(SlurmError::Output { rows, bytes })?;
     Ok(())
 }
 
@@ -453,15 +455,22 @@ impl SlurmDecoder {
         }
     }
 
-    /// Reads one line; `Ok(true)` if it became rows, `Ok(false)` if it says nothing.
-    fn line(&mut self, line: &str, hints: &Hints, out: &mut Output) -> Result<bool, SlurmError> {
+    /// Reads one line; `Ok(true)` if it became rows, `Ok(false)` if it says nothing. What
+    /// it writes comes out of its record's `budget`.
+    fn line(
+        &mut self,
+        line: &str,
+        hints: &Hints,
+        out: &mut Output,
+        budget: &mut usize,
+    ) -> Result<bool, SlurmError> {
         let trimmed = line.trim();
         if trimmed.is_empty() {
             return Ok(false);
         }
         if let Some((t, msg)) = split_stamp(trimmed) {
             let drafts = self.controller_message(msg)?;
-            check_output(&drafts.iter().collect::<Vec<_>>(), msg)?;
+            check_output(&drafts.iter().collect::<Vec<_>>(), msg, budget)?;
             for d in &drafts {
                 self.write(t, d, msg, hints, out);
             }
@@ -480,7 +489,11 @@ impl SlurmDecoder {
         if trimmed.contains('|') {
             let header = self.header.as_ref().ok_or(SlurmError::NoHeader)?;
             let rows = self.sacct_row(header, trimmed)?;
-            check_output(&rows.iter().map(|(_, d)| d).collect::<Vec<_>>(), trimmed)?;
+            check_output(
+                &rows.iter().map(|(_, d)| d).collect::<Vec<_>>(),
+                trimmed,
+                budget,
+            )?;
             for (t, d) in &rows {
                 self.write(*t, d, trimmed, hints, out);
             }
@@ -562,18 +575,20 @@ impl Decoder for SlurmDecoder {
         if lines.len() > 1 {
             let saved = (self.header.clone(), self.node_reasons.clone());
             let mut probe = Output::new(0);
+            let mut budget = MAX_RECORD_OUTPUT_BYTES;
             let failed = lines
                 .iter()
-                .find_map(|l| self.line(l, hints, &mut probe).err());
+                .find_map(|l| self.line(l, hints, &mut probe, &mut budget).err());
             (self.header, self.node_reasons) = saved;
             if let Some(e) = failed {
                 out.reject(origin, Format::Slurm, &format!("{origin}: {e}"), bytes);
                 return;
             }
         }
+        let mut budget = MAX_RECORD_OUTPUT_BYTES;
         let mut wrote = false;
         for l in &lines {
-            match self.line(l, hints, out) {
+            match self.line(l, hints, out, &mut budget) {
                 Ok(w) => wrote |= w,
                 Err(e) => {
                     out.reject(origin, Format::Slurm, &format!("{origin}: {e}"), bytes);
