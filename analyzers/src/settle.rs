@@ -179,7 +179,14 @@ mod tests {
 
     const MIN: i64 = 60_000_000_000;
 
-    fn finding(kind: SymptomKind, from_min: i64, to_min: i64, lost: f64, cause: Cause) -> Finding {
+    /// A finding with one cause (confidence 0.8) on GPU 0 of n1; also `shortfall.rs`'s.
+    pub(super) fn finding(
+        kind: SymptomKind,
+        from_min: i64,
+        to_min: i64,
+        lost: f64,
+        cause: Cause,
+    ) -> Finding {
         Finding {
             slowdown_id: format!("{}-{from_min}", kind.as_str()),
             symptom: Symptom {

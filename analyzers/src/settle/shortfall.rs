@@ -83,51 +83,17 @@ pub fn explain_latency_by_shortfall(findings: &mut [Finding]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attribution::Attributed;
-    use crate::symptoms::{Symptom, WorkloadKey};
 
     const MIN: i64 = 60_000_000_000;
 
+    /// `settle.rs`'s test finding, `from_s`..`to_s` (seconds), with this confidence.
     fn finding(kind: SymptomKind, from_s: i64, to_s: i64, cause: Cause, conf: f64) -> Finding {
         let lost = (to_s - from_s) as f64;
-        Finding {
-            slowdown_id: format!("{}-{from_s}", kind.as_str()),
-            symptom: Symptom {
-                key: WorkloadKey {
-                    namespace: Some("serving".into()),
-                    workload: Some("tgi".into()),
-                    run_id: None,
-                },
-                kind,
-                start_ns: from_s * 1_000_000_000,
-                end_ns: to_s * 1_000_000_000,
-                ongoing: false,
-                lost_seconds: lost,
-                baseline: None,
-                observed: None,
-                metric: None,
-                rank: None,
-                plot: Vec::new(),
-                restored: false,
-                gpu: None,
-            },
-            nodes: Vec::new(),
-            pods: Vec::new(),
-            causes: vec![Attributed {
-                cause,
-                layer: cause.layer(),
-                confidence: conf,
-                explained_seconds: lost,
-                node: None,
-                device: None,
-                summary: cause.id().into(),
-                evidence: Vec::new(),
-                chain: Vec::new(),
-                consequence: false,
-            }],
-            marks: Vec::new(),
-            profiles: Vec::new(),
-        }
+        let mut f = crate::settle::tests::finding(kind, 0, 0, lost, cause);
+        f.slowdown_id = format!("{}-{from_s}", kind.as_str());
+        (f.symptom.start_ns, f.symptom.end_ns) = (from_s * 1_000_000_000, to_s * 1_000_000_000);
+        f.causes[0].confidence = conf;
+        f
     }
 
     fn verdict(f: &Finding) -> Cause {
