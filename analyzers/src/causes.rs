@@ -5,12 +5,12 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, Float64Builder, Int32Builder, RecordBatch, StringBuilder, TimestampNanosecondBuilder,
+    ArrayRef, Float64Builder, Int32Builder, RecordBatch, StringBuilder, TimestampMicrosecondBuilder,
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
-use whyslow_schemas::tables::timestamp_type;
+use whyslow_schemas::tables::{ns_to_stored, timestamp_builder, timestamp_type};
 use whyslow_schemas::{Cause, Layer};
 
 use crate::columns::Columns;
@@ -106,8 +106,8 @@ pub struct Candidate {
     pub rule: &'static str,
 }
 
-fn ts_builder() -> TimestampNanosecondBuilder {
-    TimestampNanosecondBuilder::new().with_timezone("UTC")
+fn ts_builder() -> TimestampMicrosecondBuilder {
+    timestamp_builder()
 }
 
 fn arrow_err(what: &'static str) -> impl Fn(arrow::error::ArrowError) -> AnalyzeError {
@@ -144,7 +144,7 @@ pub async fn register(
     let schema = symptoms_schema();
     let mut text: Vec<StringBuilder> = (0..6).map(|_| StringBuilder::new()).collect();
     let mut rank = Int32Builder::new();
-    let mut times: Vec<TimestampNanosecondBuilder> = (0..3).map(|_| ts_builder()).collect();
+    let mut times: Vec<TimestampMicrosecondBuilder> = (0..3).map(|_| ts_builder()).collect();
     let mut floats: Vec<Float64Builder> = (0..2).map(|_| Float64Builder::new()).collect();
     for r in symptoms {
         let vals = [
@@ -163,7 +163,7 @@ pub async fn register(
             .iter_mut()
             .zip([r.start_ns, r.end_ns, r.onset_from_ns])
         {
-            b.append_value(v);
+            b.append_value(ns_to_stored(v));
         }
         floats[0].append_option(r.baseline);
         floats[1].append_option(r.observed);

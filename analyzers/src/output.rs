@@ -5,17 +5,17 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, Float64Builder, Int32Builder, ListBuilder, RecordBatch, StringBuilder,
-    TimestampNanosecondBuilder,
+    ArrayRef, Float64Builder, Int32Builder, RecordBatch, StringBuilder, TimestampMicrosecondBuilder,
 };
 use whyslow_ingest::store::StoreWriter;
 use whyslow_schemas::Table;
+use whyslow_schemas::tables::{ns_to_stored, string_list_builder, timestamp_builder};
 
 use crate::analyze::Analysis;
 use crate::{AnalyzeError, Result};
 
-fn ts() -> TimestampNanosecondBuilder {
-    TimestampNanosecondBuilder::new().with_timezone("UTC")
+fn ts() -> TimestampMicrosecondBuilder {
+    timestamp_builder()
 }
 
 /// The `slowdowns` rows of an analysis; `detected_at` is the end of the analyzed window,
@@ -37,12 +37,12 @@ pub fn slowdowns_batch(a: &Analysis) -> Result<RecordBatch> {
         namespace.append_option(s.key.namespace.as_deref());
         run.append_option(s.key.run_id.as_deref());
         kind.append_value(s.kind.as_str());
-        start.append_value(s.start_ns);
-        end.append_value(s.end_ns);
+        start.append_value(ns_to_stored(s.start_ns));
+        end.append_value(ns_to_stored(s.end_ns));
         lost.append_value(s.lost_seconds);
         baseline.append_option(s.baseline);
         observed.append_option(s.observed);
-        detected.append_value(a.to_ns);
+        detected.append_value(ns_to_stored(a.to_ns));
     }
     let cols: Vec<ArrayRef> = vec![
         Arc::new(id.finish()),
@@ -74,7 +74,7 @@ pub fn causes_batch(a: &Analysis) -> Result<RecordBatch> {
     let mut node = StringBuilder::new();
     let mut device = StringBuilder::new();
     let mut summary = StringBuilder::new();
-    let mut evidence = ListBuilder::new(StringBuilder::new());
+    let mut evidence = string_list_builder();
     for f in &a.findings {
         for (i, c) in f.causes.iter().enumerate() {
             id.append_value(&f.slowdown_id);

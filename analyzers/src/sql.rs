@@ -227,9 +227,12 @@ pub async fn execute(
     Ok(())
 }
 
-/// A timestamp parameter value: nanoseconds since the epoch, UTC.
+/// A timestamp parameter value, given in nanoseconds since the epoch, in the stored unit.
 pub fn ts_param(ns: i64) -> datafusion::scalar::ScalarValue {
-    datafusion::scalar::ScalarValue::TimestampNanosecond(Some(ns), Some("UTC".into()))
+    datafusion::scalar::ScalarValue::TimestampMicrosecond(
+        Some(whyslow_schemas::tables::ns_to_stored(ns)),
+        Some("UTC".into()),
+    )
 }
 
 #[cfg(test)]

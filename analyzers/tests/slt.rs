@@ -49,15 +49,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::array::{
-    Array, ArrayRef, AsArray, MapBuilder, MapFieldNames, RecordBatch, StringArray, StringBuilder,
-    new_null_array,
-};
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray, new_null_array};
 use arrow::compute::kernels::cast_utils::string_to_timestamp_nanos;
 use arrow::compute::{cast, concat_batches};
-use arrow::datatypes::{
-    DataType, Field, Float64Type, Int32Type, Schema, SchemaRef, TimestampNanosecondType,
-};
+use arrow::datatypes::{DataType, Field, Float64Type, Int32Type, Schema, SchemaRef};
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::common::ParamValues;
 use datafusion::datasource::MemTable;
@@ -71,6 +66,7 @@ use whyslow_analyzers::sql::ts_param;
 use whyslow_analyzers::symptoms::SymptomKind;
 use whyslow_schemas::Table;
 use whyslow_schemas::tables::string_map_type;
+use whyslow_schemas::tables::{StoredTime, ns_to_stored, stored_to_ns};
 
 type Result<T> = std::result::Result<T, DataFusionError>;
 
@@ -146,12 +142,7 @@ fn rows_of(batches: &[RecordBatch]) -> Result<Vec<Vec<String>>> {
 fn map_from_json(col: &ArrayRef, name: &str) -> Result<ArrayRef> {
     let strings = cast(col, &DataType::Utf8)?;
     let strings = strings.as_string::<i32>();
-    let names = MapFieldNames {
-        entry: "entries".into(),
-        key: "keys".into(),
-        value: "values".into(),
-    };
-    let mut b = MapBuilder::new(Some(names), StringBuilder::new(), StringBuilder::new());
+    let mut b = whyslow_schemas::tables::string_map_builder();
     for i in 0..strings.len() {
         if strings.is_null(i) {
             b.append(false)?;
@@ -253,7 +244,7 @@ fn opt_str(col: &ArrayRef, i: usize) -> Option<String> {
 
 fn symptom_rows(b: &RecordBatch) -> Result<Vec<SymptomRow>> {
     let c = |i: usize| b.column(i);
-    let ts = |i: usize, r: usize| c(i).as_primitive::<TimestampNanosecondType>().value(r);
+    let ts = |i: usize, r: usize| stored_to_ns(c(i).as_primitive::<StoredTime>().value(r));
     let float = |i: usize, r: usize| {
         let a = c(i).as_primitive::<Float64Type>();
         (!a.is_null(r)).then(|| a.value(r))
@@ -401,9 +392,9 @@ impl Db {
                     // `start` is the 8th column.
                     Ok(match (name, cols.get(7)) {
                         ("onset_from", Some(start)) => {
-                            let start = start.as_primitive::<TimestampNanosecondType>();
+                            let start = start.as_primitive::<StoredTime>();
                             let from = start
-                                .unary::<_, TimestampNanosecondType>(|t| t - LOOKBACK_NS)
+                                .unary::<_, StoredTime>(|t| t - ns_to_stored(LOOKBACK_NS))
                                 .with_timezone("UTC");
                             Some(Arc::new(from) as ArrayRef)
                         }

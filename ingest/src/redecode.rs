@@ -43,11 +43,12 @@ use std::time::Duration;
 
 use arrow::array::{
     Array, ArrayRef, AsArray, BinaryArray, BooleanArray, Int32Array, Int64Array, RecordBatch,
-    StringArray, StringBuilder, TimestampNanosecondArray,
+    StringArray, StringBuilder, TimestampMicrosecondArray,
 };
 use arrow::compute::{concat_batches, filter_record_batch};
 use arrow::error::ArrowError;
 use whyslow_schemas::Table;
+use whyslow_schemas::tables::stored_to_ns;
 
 use crate::decode::{Fed, Feed, Format, Hints, Origin, Record, RowCounts};
 use crate::source::Input;
@@ -421,7 +422,7 @@ fn letter_hints(letter: &Letter<'_>, base: &Hints) -> Hints {
 
 /// The columns of one `dead_letters` batch.
 struct LetterColumns<'a> {
-    ingest_time: &'a TimestampNanosecondArray,
+    ingest_time: &'a TimestampMicrosecondArray,
     source_ref: &'a StringArray,
     format: &'a StringArray,
     error: &'a StringArray,
@@ -490,7 +491,7 @@ impl<'a> LetterColumns<'a> {
             None => legacy_origin(source_ref),
         };
         Letter {
-            ingest_time_ns: self.ingest_time.value(i),
+            ingest_time_ns: stored_to_ns(self.ingest_time.value(i)),
             source_ref,
             origin,
             part,
@@ -777,7 +778,7 @@ mod tests {
     #[test]
     fn a_kernel_line_today_decodes_into_an_xid_event() {
         let l = letter(file("/var/log/node-7.log", 12), "kmsg", XID.as_bytes());
-        let r = retry_letter(&l, None, &Hints::default(), 5);
+        let r = retry_letter(&l, None, &Hints::default(), 5_000);
         assert_eq!(r.attempts, [Attempt::Moved]);
         let (events, metrics) = (r.events, r.metrics);
         assert_eq!(metrics.num_rows(), 0);
@@ -788,8 +789,8 @@ mod tests {
         let node = events.column_by_name("node").unwrap().as_string::<i32>();
         assert_eq!(node.value(0), "node-7");
         let ingest = events.column_by_name("ingest_time").unwrap();
-        let ingest = ingest.as_primitive::<arrow::datatypes::TimestampNanosecondType>();
-        assert_eq!(ingest.value(0), 5);
+        let ingest = ingest.as_primitive::<whyslow_schemas::tables::StoredTime>();
+        assert_eq!(stored_to_ns(ingest.value(0)), 5_000);
     }
 
     #[test]
@@ -807,8 +808,11 @@ mod tests {
         let r = retry_letter(&l, None, &hints, 5);
         assert_eq!(r.attempts, [Attempt::Moved], "moved with --boot-time");
         let t = r.events.column_by_name("time").unwrap();
-        let t = t.as_primitive::<arrow::datatypes::TimestampNanosecondType>();
-        assert_eq!(t.value(0), 1_795_910_400_000_000_000 + 227_986_678_000);
+        let t = t.as_primitive::<whyslow_schemas::tables::StoredTime>();
+        assert_eq!(
+            stored_to_ns(t.value(0)),
+            1_795_910_400_000_000_000 + 227_986_678_000
+        );
     }
 
     #[test]

@@ -6,10 +6,11 @@
 use std::collections::BTreeMap;
 
 use arrow::array::{Array, AsArray, RecordBatch};
-use arrow::datatypes::{Float64Type, Int32Type, Int64Type, TimestampNanosecondType};
+use arrow::datatypes::{Float64Type, Int32Type, Int64Type};
 use whyslow_ingest::decode::container_log::ContainerLogDecoder;
 use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
 use whyslow_ingest::time::{format_rfc3339, parse_rfc3339};
+use whyslow_schemas::tables::{StoredTime, stored_to_ns};
 
 fn sample(name: &str) -> String {
     let path = format!(
@@ -101,12 +102,12 @@ fn run(text: &str, path: &str, hints: &Hints) -> Decoded {
     assert_eq!(out.counts.events, eb.num_rows() as u64);
     assert_eq!(out.counts.metrics, mb.num_rows() as u64);
     let t = |b: &RecordBatch, i| {
-        format_rfc3339(
+        format_rfc3339(stored_to_ns(
             b.column_by_name("time")
                 .unwrap()
-                .as_primitive::<TimestampNanosecondType>()
+                .as_primitive::<StoredTime>()
                 .value(i),
-        )
+        ))
     };
     let s = |b: &RecordBatch, c: &str, i| {
         b.column_by_name(c)

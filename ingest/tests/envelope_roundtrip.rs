@@ -124,7 +124,8 @@ fn check_rows(store: &Path) {
             .find(|&i| names[i].as_deref() == Some(name) && t[i] == time)
             .unwrap_or_else(|| panic!("no {name} at {time}: {names:?} {t:?}"))
     };
-    let g = find("gpu_util", T0 + 4 * SEC + 123_456_789);
+    // Stored in µs (tables.md): the envelope's nanoseconds are cut to microseconds.
+    let g = find("gpu_util", T0 + 4 * SEC + 123_456_000);
     assert_eq!((v[g], layers[g].as_deref()), (97.5, Some("infrastructure")));
     let s = find("step_time_seconds", T0 + 5 * SEC);
     assert_eq!((v[s], ranks[s], steps[s]), (1.93, Some(3), Some(1201)));
@@ -142,9 +143,9 @@ fn check_rows(store: &Path) {
         "epoch microseconds"
     );
     assert_eq!(
-        v[find("compute_seconds", T0 + 9 * SEC + 123_456_789)],
+        v[find("compute_seconds", T0 + 9 * SEC + 123_456_000)],
         1.7,
-        "epoch nanoseconds"
+        "epoch nanoseconds, stored in µs"
     );
     let w = find("step_time_seconds", T0 + 11 * SEC);
     assert_eq!(

@@ -6,10 +6,11 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use arrow::array::{Array, AsArray, RecordBatch};
-use arrow::datatypes::TimestampNanosecondType;
+
 use whyslow_ingest::decode::kmsg::KmsgDecoder;
 use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
 use whyslow_ingest::time::{format_rfc3339, parse_rfc3339};
+use whyslow_schemas::tables::{StoredTime, stored_to_ns};
 
 fn sample(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -82,7 +83,7 @@ fn events(out: &mut Output) -> Vec<Ev> {
     let time = b
         .column_by_name("time")
         .unwrap()
-        .as_primitive::<TimestampNanosecondType>();
+        .as_primitive::<StoredTime>();
     let s = |c| strings(&b, c);
     let (kind, reason, sev, node, device, msg) = (
         s("kind"),
@@ -101,7 +102,7 @@ fn events(out: &mut Output) -> Vec<Ev> {
                 e.column(1).as_string::<i32>(),
             );
             Ev {
-                time: time.value(i),
+                time: stored_to_ns(time.value(i)),
                 kind: kind[i].clone().unwrap(),
                 reason: reason[i].clone().unwrap(),
                 severity: sev[i].clone().unwrap(),

@@ -10,7 +10,7 @@ mod k8s_common;
 use std::path::{Path, PathBuf};
 
 use arrow::array::{Array, AsArray, RecordBatch};
-use arrow::datatypes::{Float64Type, TimestampNanosecondType};
+use arrow::datatypes::Float64Type;
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
@@ -27,6 +27,7 @@ use whyslow_ingest::decode::prometheus::PrometheusDecoder;
 use whyslow_ingest::decode::prometheus::text::{Line, Sample, parse_line};
 use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
 use whyslow_schemas::Table;
+use whyslow_schemas::tables::{StoredTime, stored_to_ns};
 
 fn sample(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -69,7 +70,7 @@ fn metric_rows(b: &RecordBatch) -> Vec<MetricRow> {
     let time = b
         .column_by_name("time")
         .unwrap()
-        .as_primitive::<TimestampNanosecondType>();
+        .as_primitive::<StoredTime>();
     let opt =
         |a: &arrow::array::StringArray, i: usize| a.is_valid(i).then(|| a.value(i).to_string());
     (0..b.num_rows())
@@ -77,7 +78,7 @@ fn metric_rows(b: &RecordBatch) -> Vec<MetricRow> {
             (
                 metric.value(i).to_string(),
                 value.value(i),
-                time.value(i),
+                stored_to_ns(time.value(i)),
                 opt(&node, i),
                 opt(&device, i),
                 opt(&pod, i),

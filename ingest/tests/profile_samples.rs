@@ -7,10 +7,11 @@
 use std::collections::BTreeMap;
 
 use arrow::array::{Array, AsArray, RecordBatch};
-use arrow::datatypes::TimestampNanosecondType;
+
 use whyslow_ingest::decode::container_log::ContainerLogDecoder;
 use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
 use whyslow_ingest::time::{format_rfc3339, parse_rfc3339};
+use whyslow_schemas::tables::{StoredTime, stored_to_ns};
 
 fn sample(name: &str) -> String {
     let path = format!(
@@ -61,12 +62,12 @@ fn decode(text: &str, path: &str, hints: &Hints) -> Vec<Event> {
                 m.column(1).as_string::<i32>(),
             );
             Event {
-                time: format_rfc3339(
+                time: format_rfc3339(stored_to_ns(
                     b.column_by_name("time")
                         .unwrap()
-                        .as_primitive::<TimestampNanosecondType>()
+                        .as_primitive::<StoredTime>()
                         .value(i),
-                ),
+                )),
                 kind: s("kind", i).unwrap(),
                 source: s("source", i).unwrap(),
                 pod: s("pod", i),

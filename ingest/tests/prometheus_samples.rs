@@ -7,10 +7,11 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use arrow::array::{Array, AsArray, RecordBatch};
-use arrow::datatypes::{Float64Type, TimestampNanosecondType};
+use arrow::datatypes::Float64Type;
 use whyslow_ingest::decode::prometheus::PrometheusDecoder;
 use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
 use whyslow_ingest::time::parse_rfc3339;
+use whyslow_schemas::tables::{StoredTime, stored_to_ns};
 
 fn sample(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -93,7 +94,7 @@ fn rows(out: &mut Output) -> Vec<Row> {
     let time = b
         .column_by_name("time")
         .unwrap()
-        .as_primitive::<TimestampNanosecondType>();
+        .as_primitive::<StoredTime>();
     let value = b
         .column_by_name("value")
         .unwrap()
@@ -113,7 +114,7 @@ fn rows(out: &mut Output) -> Vec<Row> {
     let labels = maps(&b, "labels");
     (0..b.num_rows())
         .map(|i| Row {
-            time: time.value(i),
+            time: stored_to_ns(time.value(i)),
             layer: layer[i].clone().unwrap(),
             source: source[i].clone().unwrap(),
             metric: metric[i].clone().unwrap(),

@@ -8,10 +8,11 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use arrow::array::{Array, AsArray, RecordBatch};
-use arrow::datatypes::{Float64Type, TimestampNanosecondType};
+use arrow::datatypes::Float64Type;
 use whyslow_ingest::decode::prometheus::PrometheusDecoder;
 use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
 use whyslow_ingest::time::parse_rfc3339;
+use whyslow_schemas::tables::{StoredTime, stored_to_ns};
 
 const VLLM: &str = "serving/vllm-0.5-opt-125m-datadog-integrations-core.prom";
 const TGI: &str = "serving/tgi-2.x-datadog-integrations-core-excerpt.prom";
@@ -80,7 +81,7 @@ fn read_rows(out: &mut Output) -> Vec<Row> {
     let time = b
         .column_by_name("time")
         .unwrap()
-        .as_primitive::<TimestampNanosecondType>();
+        .as_primitive::<StoredTime>();
     let value = b
         .column_by_name("value")
         .unwrap()
@@ -102,7 +103,7 @@ fn read_rows(out: &mut Output) -> Vec<Row> {
             let k = e.column(0).as_string::<i32>();
             let v = e.column(1).as_string::<i32>();
             Row {
-                time: time.value(i),
+                time: stored_to_ns(time.value(i)),
                 layer: layer[i].clone().unwrap(),
                 source: source[i].clone().unwrap(),
                 metric: metric[i].clone().unwrap(),

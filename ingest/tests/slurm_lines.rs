@@ -9,10 +9,11 @@
 use std::collections::BTreeMap;
 
 use arrow::array::{Array, AsArray, RecordBatch};
-use arrow::datatypes::TimestampNanosecondType;
+
 use whyslow_ingest::decode::slurm::SlurmDecoder;
 use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
 use whyslow_ingest::time::format_rfc3339;
+use whyslow_schemas::tables::{StoredTime, stored_to_ns};
 
 #[derive(Debug)]
 struct Ev {
@@ -66,7 +67,7 @@ fn decode(records: &[&str], kafka: bool) -> Decoded {
     let time = b
         .column_by_name("time")
         .unwrap()
-        .as_primitive::<TimestampNanosecondType>();
+        .as_primitive::<StoredTime>();
     let attrs = b.column_by_name("attrs").unwrap().as_map();
     let events = (0..b.num_rows())
         .map(|i| {
@@ -78,7 +79,7 @@ fn decode(records: &[&str], kafka: bool) -> Decoded {
             assert_eq!(opt(&b, "source", i).as_deref(), Some("slurm"));
             assert_eq!(opt(&b, "cluster", i).as_deref(), Some("hpc"));
             Ev {
-                time: format_rfc3339(time.value(i)),
+                time: format_rfc3339(stored_to_ns(time.value(i))),
                 layer: opt(&b, "layer", i).unwrap(),
                 kind: opt(&b, "kind", i).unwrap(),
                 node: opt(&b, "node", i),

@@ -6,7 +6,7 @@ mod store_common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray, TimestampNanosecondArray};
+use arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray, TimestampMicrosecondArray};
 use store_common::*;
 use whyslow_ingest::store::{Store, StoreWriter, WriterOptions};
 use whyslow_schemas::Table;
@@ -108,8 +108,9 @@ fn commits_compact_automatically_and_expired_files_are_deleted() {
 
 fn slowdowns(ids: &[&str]) -> RecordBatch {
     let n = ids.len();
-    let ts = |v: i64| -> ArrayRef {
-        Arc::new(TimestampNanosecondArray::from(vec![v; n]).with_timezone("UTC"))
+    let ts = |ns: i64| -> ArrayRef {
+        let v = whyslow_schemas::tables::ns_to_stored(ns);
+        Arc::new(TimestampMicrosecondArray::from(vec![v; n]).with_timezone("UTC"))
     };
     let s = |v: Option<&str>| -> ArrayRef { Arc::new(StringArray::from(vec![v; n])) };
     let f = |v: f64| -> ArrayRef { Arc::new(Float64Array::from(vec![v; n])) };

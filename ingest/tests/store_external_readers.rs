@@ -1,5 +1,5 @@
 //! The segments are plain Parquet: pyarrow and DuckDB read them and agree with what was
-//! written (row counts, sums, UTC nanosecond timestamps, map columns). Needs `python3` with
+//! written (row counts, sums, UTC microsecond timestamps, map columns). Needs `python3` with
 //! `pyarrow` and `duckdb` (installed by `.ci/run`); set `WHYSLOW_SKIP_PYTHON=1` to skip.
 
 mod store_common;
@@ -21,6 +21,10 @@ out = {
     "pyarrow_rows": t.num_rows,
     "pyarrow_time_type": str(t.schema.field("time").type),
     "pyarrow_value_sum": round(sum(v for v in t.column("value").to_pylist()), 6),
+    # The Parquet schema itself, as Spark and Trino see it: spec names for the map.
+    "parquet_label_paths": sorted({c.path for c in pq.ParquetFile(metrics[0]).schema
+                                   if c.path.startswith("labels")}),
+    "parquet_time_unit": str(pq.ParquetFile(metrics[0]).schema.column(0).logical_type),
 }
 con = duckdb.connect()
 m = "read_parquet([" + ",".join("'" + p + "'" for p in metrics) + "])"
@@ -81,7 +85,7 @@ fn pyarrow_and_duckdb_read_the_segments() {
     let sum = (sum * 1e6).round() / 1e6;
     assert_eq!(got["pyarrow_rows"], 9_000);
     assert_eq!(got["duckdb_rows"], 9_000);
-    assert_eq!(got["pyarrow_time_type"], "timestamp[ns, tz=UTC]");
+    assert_eq!(got["pyarrow_time_type"], "timestamp[us, tz=UTC]");
     assert!(
         (got["pyarrow_value_sum"].as_f64().unwrap() - sum).abs() < 1e-6,
         "{got}"
@@ -91,6 +95,16 @@ fn pyarrow_and_duckdb_read_the_segments() {
         "{got}"
     );
     assert_eq!(got["duckdb_min_time_ns"], BASE_NS);
+    assert_eq!(
+        got["parquet_label_paths"],
+        serde_json::json!(["labels.key_value.key", "labels.key_value.value"])
+    );
+    assert!(
+        got["parquet_time_unit"]
+            .as_str()
+            .is_some_and(|t| t.contains("isAdjustedToUTC=true") && t.contains("microseconds")),
+        "{got}"
+    );
     assert_eq!(got["duckdb_uuid_labels"], 9_000);
     assert_eq!(got["duckdb_events"], 200);
 }

@@ -21,6 +21,7 @@ pub mod segments;
 pub mod session;
 pub mod sql_command;
 pub mod store_source;
+pub mod time_functions;
 pub mod time_range;
 
 pub use embedded::{incident_query, sql_dir, sql_file};

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use arrow::array::{
     ArrayRef, BinaryBuilder, Float64Builder, Int32Builder, Int64Builder, MapBuilder, RecordBatch,
-    StringBuilder, TimestampNanosecondBuilder,
+    StringBuilder, TimestampMicrosecondBuilder,
 };
 
 use crate::origin::{DeadLetter, Origin};
-use crate::tables::{Table, UTC};
+use crate::tables::{Table, ns_to_stored, string_map_builder, timestamp_builder};
 use crate::{Layer, Severity};
 
 /// A count as an `int64` column holds it (no real count reaches `i64::MAX`).
@@ -62,10 +62,6 @@ impl ScopeBuilders {
     }
 }
 
-fn string_map_builder() -> MapBuilder<StringBuilder, StringBuilder> {
-    MapBuilder::new(None, StringBuilder::new(), StringBuilder::new())
-}
-
 /// Appends one map; returns the text bytes appended.
 fn append_map<K: AsRef<str>, V: AsRef<str>>(
     b: &mut MapBuilder<StringBuilder, StringBuilder>,
@@ -83,8 +79,8 @@ fn append_map<K: AsRef<str>, V: AsRef<str>>(
     bytes
 }
 
-fn timestamps() -> TimestampNanosecondBuilder {
-    TimestampNanosecondBuilder::new().with_timezone(UTC)
+fn timestamps() -> TimestampMicrosecondBuilder {
+    timestamp_builder()
 }
 
 fn batch(table: Table, columns: Vec<ArrayRef>) -> RecordBatch {
@@ -111,8 +107,8 @@ pub struct EventRow<'a> {
 /// Builds `events` batches.
 pub struct EventsBuilder {
     ingest_time_ns: i64,
-    time: TimestampNanosecondBuilder,
-    ingest_time: TimestampNanosecondBuilder,
+    time: TimestampMicrosecondBuilder,
+    ingest_time: TimestampMicrosecondBuilder,
     event_id: StringBuilder,
     layer: StringBuilder,
     source: StringBuilder,
@@ -153,8 +149,9 @@ impl EventsBuilder {
         row: &EventRow<'_>,
         attrs: impl IntoIterator<Item = (K, V)>,
     ) {
-        self.time.append_value(row.time_ns);
-        self.ingest_time.append_value(self.ingest_time_ns);
+        self.time.append_value(ns_to_stored(row.time_ns));
+        self.ingest_time
+            .append_value(ns_to_stored(self.ingest_time_ns));
         self.event_id.append_value(row.event_id);
         self.layer.append_value(row.layer.as_str());
         self.source.append_value(row.source);
@@ -229,8 +226,8 @@ pub struct MetricRow<'a> {
 /// Builds `metrics` batches.
 pub struct MetricsBuilder {
     ingest_time_ns: i64,
-    time: TimestampNanosecondBuilder,
-    ingest_time: TimestampNanosecondBuilder,
+    time: TimestampMicrosecondBuilder,
+    ingest_time: TimestampMicrosecondBuilder,
     layer: StringBuilder,
     source: StringBuilder,
     metric: StringBuilder,
@@ -269,8 +266,9 @@ impl MetricsBuilder {
         row: &MetricRow<'_>,
         labels: impl IntoIterator<Item = (K, V)>,
     ) {
-        self.time.append_value(row.time_ns);
-        self.ingest_time.append_value(self.ingest_time_ns);
+        self.time.append_value(ns_to_stored(row.time_ns));
+        self.ingest_time
+            .append_value(ns_to_stored(self.ingest_time_ns));
         self.layer.append_value(row.layer.as_str());
         self.source.append_value(row.source);
         self.metric.append_value(row.metric);
@@ -323,7 +321,7 @@ impl MetricsBuilder {
 /// Builds `dead_letters` batches.
 pub struct DeadLetterBuilder {
     ingest_time_ns: i64,
-    ingest_time: TimestampNanosecondBuilder,
+    ingest_time: TimestampMicrosecondBuilder,
     source_ref: StringBuilder,
     format: StringBuilder,
     error: StringBuilder,
@@ -365,7 +363,8 @@ impl DeadLetterBuilder {
     /// format tried, why, and its bytes verbatim.
     pub fn append(&mut self, letter: &DeadLetter<'_>) {
         let source_ref = letter.source_ref();
-        self.ingest_time.append_value(self.ingest_time_ns);
+        self.ingest_time
+            .append_value(ns_to_stored(self.ingest_time_ns));
         self.source_ref.append_value(&source_ref);
         self.format.append_value(letter.format);
         self.error.append_value(letter.error);

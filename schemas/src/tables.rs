@@ -3,6 +3,9 @@
 use std::str::FromStr;
 use std::sync::{Arc, LazyLock};
 
+use arrow::array::{
+    ListBuilder, MapBuilder, MapFieldNames, StringBuilder, TimestampMicrosecondBuilder,
+};
 use arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 
 use crate::UnknownId;
@@ -10,26 +13,79 @@ use crate::UnknownId;
 /// The time zone every timestamp column carries.
 pub const UTC: &str = "UTC";
 
-/// `Timestamp(Nanosecond, "UTC")`, the type of every time column.
+/// The unit of every stored time column: every source whyslow reads is µs or coarser,
+/// and the engines that read Delta tables (Spark, Trino, BigQuery) read µs, not ns.
+pub const TIME_UNIT: TimeUnit = TimeUnit::Microsecond;
+
+/// The Arrow type of a stored timestamp's values, for `as_primitive::<StoredTime>()`.
+pub type StoredTime = arrow::datatypes::TimestampMicrosecondType;
+
+/// `Timestamp(Microsecond, "UTC")`, the type of every time column.
 pub fn timestamp_type() -> DataType {
-    DataType::Timestamp(TimeUnit::Nanosecond, Some(UTC.into()))
+    DataType::Timestamp(TIME_UNIT, Some(UTC.into()))
 }
 
-/// `map<string,string>` as arrow's `MapBuilder` makes it (`entries{keys, values}`).
+/// A builder of one time column; append values converted with [`ns_to_stored`].
+pub fn timestamp_builder() -> TimestampMicrosecondBuilder {
+    TimestampMicrosecondBuilder::new().with_timezone(UTC)
+}
+
+/// Nanoseconds since the epoch (how decoders and analyzers count time) as a stored value:
+/// whole microseconds, rounded down, so that a time never moves past the next one.
+pub fn ns_to_stored(ns: i64) -> i64 {
+    ns.div_euclid(1_000)
+}
+
+/// A stored time value as nanoseconds since the epoch.
+pub fn stored_to_ns(stored: i64) -> i64 {
+    stored.saturating_mul(1_000)
+}
+
+/// The Parquet spec's names for a map's parts (`key_value{key, value}`), which Spark,
+/// Trino and BigQuery expect; arrow's own defaults (`entries{keys, values}`) differ.
+fn map_field_names() -> MapFieldNames {
+    MapFieldNames {
+        entry: "key_value".to_string(),
+        key: "key".to_string(),
+        value: "value".to_string(),
+    }
+}
+
+/// `map<string,string>` with the Parquet spec's names.
 pub fn string_map_type() -> DataType {
+    let names = map_field_names();
     let entries = Fields::from(vec![
-        Field::new("keys", DataType::Utf8, false),
-        Field::new("values", DataType::Utf8, true),
+        Field::new(names.key, DataType::Utf8, false),
+        Field::new(names.value, DataType::Utf8, true),
     ]);
     DataType::Map(
-        Arc::new(Field::new("entries", DataType::Struct(entries), false)),
+        Arc::new(Field::new(names.entry, DataType::Struct(entries), false)),
         false,
     )
 }
 
-/// `list<string>`, as arrow's `ListBuilder<StringBuilder>` makes it.
+/// A builder whose arrays have [`string_map_type`].
+pub fn string_map_builder() -> MapBuilder<StringBuilder, StringBuilder> {
+    MapBuilder::new(
+        Some(map_field_names()),
+        StringBuilder::new(),
+        StringBuilder::new(),
+    )
+}
+
+/// The element of a `list<string>`, named as the Parquet spec names it.
+fn list_element() -> Arc<Field> {
+    Arc::new(Field::new("element", DataType::Utf8, true))
+}
+
+/// `list<string>` with the Parquet spec's element name.
 pub fn string_list_type() -> DataType {
-    DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)))
+    DataType::List(list_element())
+}
+
+/// A builder whose arrays have [`string_list_type`].
+pub fn string_list_builder() -> ListBuilder<StringBuilder> {
+    ListBuilder::new(StringBuilder::new()).with_field(list_element())
 }
 
 fn ts(name: &str, nullable: bool) -> Field {
@@ -325,7 +381,7 @@ mod tests {
             let schema = t.schema();
             for f in schema.fields() {
                 if let DataType::Timestamp(unit, tz) = f.data_type() {
-                    assert_eq!(*unit, TimeUnit::Nanosecond);
+                    assert_eq!(*unit, TimeUnit::Microsecond);
                     assert_eq!(tz.as_deref(), Some(UTC));
                 }
             }

@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use arrow::array::{
     ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, RecordBatch, StringBuilder,
-    TimestampNanosecondBuilder,
+    TimestampMicrosecondBuilder,
 };
 use serde::Serialize;
 use whyslow_schemas::Table;
+use whyslow_schemas::tables::{ns_to_stored, timestamp_builder};
 
 use super::tracker::Revision;
 use crate::report::Slowdown;
@@ -59,8 +60,8 @@ impl Outgoing {
     }
 }
 
-fn ts() -> TimestampNanosecondBuilder {
-    TimestampNanosecondBuilder::new().with_timezone("UTC")
+fn ts() -> TimestampMicrosecondBuilder {
+    timestamp_builder()
 }
 
 /// The `incidents` rows of some revisions.
@@ -82,7 +83,7 @@ pub fn incidents_batch(out: &[Outgoing]) -> Result<RecordBatch> {
     for o in out {
         let r = &o.revision;
         let s = &r.slowdown;
-        published.append_value(o.published_ns);
+        published.append_value(ns_to_stored(o.published_ns));
         id.append_value(&r.incident_id);
         revision.append_value(r.revision);
         status.append_value(r.status.as_str());
@@ -94,10 +95,10 @@ pub fn incidents_batch(out: &[Outgoing]) -> Result<RecordBatch> {
         cause.append_option(s.causes.first().map(|c| c.cause.as_str()));
         confidence.append_option(s.causes.first().map(|c| c.confidence));
         lost.append_value(s.lost_seconds);
-        start.append_value(r.start_ns);
-        end.append_value(r.end_ns);
+        start.append_value(ns_to_stored(r.start_ns));
+        end.append_value(ns_to_stored(r.end_ns));
         ongoing.append_value(s.ongoing);
-        arrived.append_option(o.arrived_ns);
+        arrived.append_option(o.arrived_ns.map(ns_to_stored));
         json.append_value(&o.json);
     }
     let cols: Vec<ArrayRef> = vec![

@@ -5,7 +5,8 @@
 use std::path::Path;
 
 use arrow::array::AsArray;
-use arrow::datatypes::{Int64Type, TimestampNanosecondType};
+use arrow::datatypes::Int64Type;
+use whyslow_schemas::tables::{StoredTime, stored_to_ns};
 
 use super::tracker::{Published, Sighting};
 
@@ -62,18 +63,18 @@ pub async fn published_incidents(root: &Path, from_ns: i64) -> Result<Vec<Publis
             .ok_or_else(|| shape("status"))?;
         let start = b
             .column(3)
-            .as_primitive_opt::<TimestampNanosecondType>()
+            .as_primitive_opt::<StoredTime>()
             .ok_or_else(|| shape("start"))?;
         let end = b
             .column(4)
-            .as_primitive_opt::<TimestampNanosecondType>()
+            .as_primitive_opt::<StoredTime>()
             .ok_or_else(|| shape("end"))?;
         let json = b
             .column(5)
             .as_string_opt::<i32>()
             .ok_or_else(|| shape("json"))?;
         for i in 0..b.num_rows() {
-            if end.value(i) < from_ns {
+            if stored_to_ns(end.value(i)) < from_ns {
                 continue;
             }
             out.push(Published {
@@ -82,8 +83,8 @@ pub async fn published_incidents(root: &Path, from_ns: i64) -> Result<Vec<Publis
                 retracted: status.value(i) == "retracted",
                 sighting: Sighting {
                     slowdown: serde_json::from_str::<Slowdown>(json.value(i))?,
-                    start_ns: start.value(i),
-                    end_ns: end.value(i),
+                    start_ns: stored_to_ns(start.value(i)),
+                    end_ns: stored_to_ns(end.value(i)),
                 },
             });
         }

@@ -72,7 +72,7 @@ mod tests {
                     Arc::new(arrow::array::StringArray::from(vec![id])) as ArrayRef
                 }
                 "time" | "ingest_time" => Arc::new(
-                    arrow::array::TimestampNanosecondArray::from(vec![1_795_947_300_000_000_000])
+                    arrow::array::TimestampMicrosecondArray::from(vec![1_795_947_300_000_000])
                         .with_timezone("UTC"),
                 ) as ArrayRef,
                 _ => new_null_array(f.data_type(), 1),

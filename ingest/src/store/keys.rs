@@ -14,7 +14,7 @@
 
 use arrow::array::{
     Array, AsArray, BinaryArray, Int32Array, Int64Array, MapArray, RecordBatch, StringArray,
-    TimestampNanosecondArray,
+    TimestampMicrosecondArray,
 };
 use whyslow_schemas::Table;
 use whyslow_schemas::tables::SCOPE_COLUMNS;
@@ -23,7 +23,7 @@ use xxhash_rust::xxh3::{xxh3_64, xxh3_128};
 /// The identity of one row; equal keys are the same row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Key {
-    /// Time in ns for time-led tables, else the high half of a 128-bit hash.
+    /// Time as stored (µs) for time-led tables, else the high half of a 128-bit hash.
     pub lead: i64,
     /// The row's hash (low half of the 128-bit hash for hash-led tables).
     pub hash: u64,
@@ -40,7 +40,7 @@ fn col<'a, T: 'static>(b: &'a RecordBatch, name: &'static str) -> Result<&'a T, 
 }
 
 fn times<'a>(b: &'a RecordBatch, name: &'static str) -> Result<&'a [i64], MissingColumn> {
-    Ok(col::<TimestampNanosecondArray>(b, name)?.values())
+    Ok(col::<TimestampMicrosecondArray>(b, name)?.values())
 }
 
 /// Appends length-prefixed, null-marked fields to a reusable buffer.

@@ -10,7 +10,7 @@ use std::fs::File;
 use std::path::Path;
 
 use arrow::array::{
-    Array, Int32Array, RecordBatch, RecordBatchOptions, StringArray, TimestampNanosecondArray,
+    Array, Int32Array, RecordBatch, RecordBatchOptions, StringArray, TimestampMicrosecondArray,
     new_null_array,
 };
 use arrow::datatypes::SchemaRef;
@@ -57,6 +57,9 @@ pub fn writer_properties(table: Table) -> WriterProperties {
         .set_compression(zstd)
         .set_statistics_enabled(EnabledStatistics::Page)
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        // Lists and maps with the Parquet spec's names and logical types, which Spark,
+        // Trino and BigQuery expect (the schemas already use those names).
+        .set_coerce_types(true)
         .set_key_value_metadata(Some(vec![KeyValue::new(
             "whyslow.table".to_string(),
             table.name().to_string(),
@@ -189,7 +192,7 @@ pub fn sort_keys(table: Table, batches: &[RecordBatch], keys: &[Vec<Key>]) -> Ve
                 let t = table
                     .time_column()
                     .and_then(|c| batches[b].column_by_name(c))
-                    .and_then(|c| c.as_any().downcast_ref::<TimestampNanosecondArray>());
+                    .and_then(|c| c.as_any().downcast_ref::<TimestampMicrosecondArray>());
                 (0..batches[b].num_rows())
                     .map(|r| {
                         let k = keys[b][r];
@@ -280,7 +283,7 @@ mod tests {
     fn an_older_segment_reads_with_the_new_columns_null() {
         use std::sync::Arc;
 
-        use arrow::array::{BinaryArray, StringArray, TimestampNanosecondArray};
+        use arrow::array::{BinaryArray, StringArray, TimestampMicrosecondArray};
         use arrow::datatypes::Schema;
 
         let today = Table::DeadLetters.schema();
@@ -289,7 +292,7 @@ mod tests {
         let batch = RecordBatch::try_new(
             old.clone(),
             vec![
-                Arc::new(TimestampNanosecondArray::from(vec![1]).with_timezone("UTC")),
+                Arc::new(TimestampMicrosecondArray::from(vec![1]).with_timezone("UTC")),
                 Arc::new(StringArray::from(vec!["a.log:3"])),
                 Arc::new(StringArray::from(vec!["kmsg"])),
                 Arc::new(StringArray::from(vec!["bad"])),

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use arrow::array::RecordBatch;
 use arrow::compute::interleave_record_batch;
 use whyslow_schemas::Table;
+use whyslow_schemas::tables::stored_to_ns;
 
 use super::keys::{self, Key};
 use super::log::{Entry, KafkaOffset, SegmentEntry};
@@ -450,7 +451,8 @@ impl StoreWriter {
         let mut groups: BTreeMap<Option<i64>, Vec<(Key, u32, u32)>> = BTreeMap::new();
         for (row, d) in rows.into_iter().zip(dup) {
             if !d {
-                let day = times[row.1 as usize].map(|t| segment::day_of(t[row.2 as usize]));
+                let day =
+                    times[row.1 as usize].map(|t| segment::day_of(stored_to_ns(t[row.2 as usize])));
                 groups.entry(day).or_default().push(row);
             }
         }
@@ -512,7 +514,10 @@ impl StoreWriter {
         let bytes = segment::write_parquet(table, part, &tmp_pq)?;
         let keys_bytes = sidecar::write(&tmp_keys, keys)?;
         let (min_time_ns, max_time_ns) = match keys::time_values(table, part).ok().flatten() {
-            Some(t) => (t.iter().min().copied(), t.iter().max().copied()),
+            Some(t) => (
+                t.iter().min().map(|&v| stored_to_ns(v)),
+                t.iter().max().map(|&v| stored_to_ns(v)),
+            ),
             None => (None, None),
         };
         let rel_pq = format!("{rel_dir}/{name}.parquet");

@@ -7,12 +7,13 @@ use std::path::Path;
 
 use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::compute::concat_batches;
-use arrow::datatypes::{Float64Type, Int32Type, Int64Type, TimestampNanosecondType};
+use arrow::datatypes::{Float64Type, Int32Type, Int64Type};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use whyslow_ingest::Format;
 use whyslow_ingest::run::{IngestOptions, IngestSummary, ingest};
 use whyslow_ingest::store::Store;
 use whyslow_schemas::Table;
+use whyslow_schemas::tables::{StoredTime, stored_to_ns};
 
 /// Ingests `paths` into the store at `store` and checks that the summary balances.
 pub fn run(store: &Path, paths: &[&Path], format: Format) -> IngestSummary {
@@ -55,12 +56,15 @@ pub fn str_at(b: &RecordBatch, col: &str, row: usize) -> Option<String> {
     strs(b, col).swap_remove(row)
 }
 
+/// A time column as nanoseconds since the epoch.
 pub fn times(b: &RecordBatch, col: &str) -> Vec<i64> {
     b.column_by_name(col)
         .unwrap()
-        .as_primitive::<TimestampNanosecondType>()
+        .as_primitive::<StoredTime>()
         .values()
-        .to_vec()
+        .iter()
+        .map(|&v| stored_to_ns(v))
+        .collect()
 }
 
 pub fn f64s(b: &RecordBatch, col: &str) -> Vec<f64> {

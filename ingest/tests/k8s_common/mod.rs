@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use arrow::array::{
-    Array, BinaryArray, MapArray, RecordBatch, StringArray, TimestampNanosecondArray,
+    Array, BinaryArray, MapArray, RecordBatch, StringArray, TimestampMicrosecondArray,
 };
 use whyslow_ingest::decode::k8s::K8sDecoder;
 use whyslow_ingest::decode::{Counts, Decoder, Hints, Origin, Output};
@@ -85,7 +85,7 @@ pub fn collect(mut out: Output) -> Decoded {
         .column_by_name("time")
         .unwrap()
         .as_any()
-        .downcast_ref::<TimestampNanosecondArray>()
+        .downcast_ref::<TimestampMicrosecondArray>()
         .unwrap();
     let mut cols: Vec<std::vec::IntoIter<Option<String>>> = [
         "event_id",
@@ -120,7 +120,7 @@ pub fn collect(mut out: Output) -> Decoded {
             .collect();
         let mut s = |c: usize| cols[c].next().flatten();
         rows.push(Ev {
-            time_ns: times.value(i),
+            time_ns: whyslow_schemas::tables::stored_to_ns(times.value(i)),
             event_id: s(0).unwrap(),
             layer: s(1).unwrap(),
             source: s(2).unwrap(),

@@ -30,11 +30,11 @@ seen AS (
 ),
 rates AS (
   SELECT a.slowdown_id, a.kind,
-    a.during / ((CAST(s."end" AS BIGINT) - CAST(s.start AS BIGINT)) / 1e9 + 600.0) AS during_rate,
+    a.during / ((epoch_ns(s."end") - epoch_ns(s.start)) / 1e9 + 600.0) AS during_rate,
     a.before / greatest(
-      (CAST(s.start AS BIGINT) - 600000000000
-       - greatest(CAST(s.start AS BIGINT) - 3600000000000,
-                  CAST(coalesce(sn.first_seen, s.start) AS BIGINT))) / 1e9, 60.0) AS before_rate
+      (epoch_ns(s.start) - 600000000000
+       - greatest(epoch_ns(s.start) - 3600000000000,
+                  epoch_ns(coalesce(sn.first_seen, s.start)))) / 1e9, 60.0) AS before_rate
   FROM amounts a
   JOIN symptoms s ON s.slowdown_id = a.slowdown_id
   LEFT JOIN seen sn ON sn.workload = s.workload AND (sn.namespace IS NOT DISTINCT FROM s.namespace)

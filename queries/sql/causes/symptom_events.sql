@@ -16,8 +16,8 @@ CREATE OR REPLACE VIEW symptom_events AS
 SELECT sym.slowdown_id, sym.kind AS symptom_kind, sym.start AS onset, sym."end" AS symptom_end,
   sym.namespace AS s_namespace, sym.workload AS s_workload,
   CASE WHEN evt.duration_seconds > 0
-    THEN arrow_cast(to_timestamp_nanos(CAST(evt.time AS BIGINT)
-           - CAST(evt.duration_seconds * 1e9 AS BIGINT)), 'Timestamp(Nanosecond, Some("UTC"))')
+    THEN arrow_cast(to_timestamp_nanos(epoch_ns(evt.time)
+           - CAST(evt.duration_seconds * 1e9 AS BIGINT)), 'Timestamp(Microsecond, Some("UTC"))')
     ELSE evt.time END AS time,
   evt.time AS logged_time, evt.event_id, evt.layer, evt.source, evt.kind, evt.severity, evt.cluster, evt.node, evt.device,
   evt.namespace, evt.workload, evt.pod, evt.run_id, evt.reason, evt.message, evt.attrs,

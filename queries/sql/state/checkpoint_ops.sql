@@ -20,13 +20,13 @@ WITH reports AS (
   SELECT event_id, namespace, workload, run_id, kind, time,
     TRY_CAST(attrs['step'] AS BIGINT) AS step,
     TRY_CAST(attrs['seconds'] AS DOUBLE) AS seconds,
-    CAST(time AS BIGINT)
+    epoch_ns(time)
       - CAST(coalesce(TRY_CAST(attrs['seconds'] AS DOUBLE), 0.0) * 1e9 AS BIGINT) AS began_ns
   FROM events
   WHERE kind IN ('checkpoint_saved', 'checkpoint_restored') AND workload IS NOT NULL
 ),
 progress AS (
-  SELECT DISTINCT namespace, workload, CAST(time AS BIGINT) AS t
+  SELECT DISTINCT namespace, workload, epoch_ns(time) AS t
   FROM metrics
   WHERE layer = 'framework' AND workload IS NOT NULL
     AND (step IS NOT NULL OR metric = 'epoch') AND metric NOT LIKE 'eval%'
@@ -75,7 +75,7 @@ bounded AS (
   FROM ops
 ),
 done AS (
-  SELECT namespace, workload, CAST(time AS BIGINT) AS done_ns,
+  SELECT namespace, workload, epoch_ns(time) AS done_ns,
     TRY_CAST(attrs['step'] AS BIGINT) AS step
   FROM events
   WHERE kind = 'checkpoint_save_done' AND workload IS NOT NULL

@@ -20,15 +20,15 @@ UNION ALL
 SELECT namespace, workload, min(run_id) AS run_id, kind,
   CASE WHEN max(op_seconds) IS NULL THEN max(time)
     ELSE arrow_cast(to_timestamp_nanos(min(op_began_ns) + CAST(max(op_seconds) * 1e9 AS BIGINT)),
-      'Timestamp(Nanosecond, Some("UTC"))') END AS time,
+      'Timestamp(Microsecond, Some("UTC"))') END AS time,
   max(op_seconds) AS seconds
 FROM checkpoint_ops
 WHERE time >= $from - INTERVAL '1 hour' AND time <= $to
 GROUP BY namespace, workload, kind, op
 UNION ALL
 SELECT namespace, workload, run_id, 'eval_started' AS kind,
-  arrow_cast(to_timestamp_nanos(CAST(time AS BIGINT) - CAST(value * 1e9 AS BIGINT)),
-    'Timestamp(Nanosecond, Some("UTC"))') AS time,
+  arrow_cast(to_timestamp_nanos(epoch_ns(time) - CAST(value * 1e9 AS BIGINT)),
+    'Timestamp(Microsecond, Some("UTC"))') AS time,
   CAST(NULL AS DOUBLE) AS seconds
 FROM metrics
 WHERE metric = 'eval_runtime' AND value > 0 AND value < 86400

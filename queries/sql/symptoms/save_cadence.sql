@@ -25,7 +25,7 @@ joined AS (
                        ORDER BY c.time DESC NULLS LAST) AS rn
   FROM saves s
   LEFT JOIN configs c ON c.workload = s.workload AND (c.namespace IS NOT DISTINCT FROM s.namespace)
-    AND CAST(c.time AS BIGINT) <= s.began_ns
+    AND epoch_ns(c.time) <= s.began_ns
 )
 SELECT namespace, workload, began_ns, step, seconds, save_steps
 FROM joined
