@@ -18,6 +18,7 @@
 
 mod fsio;
 mod keys;
+pub mod layout;
 mod log;
 pub(crate) mod segment;
 mod sidecar;
@@ -71,6 +72,18 @@ pub enum StoreError {
         /// The file.
         path: PathBuf,
         /// What is wrong with it.
+        detail: String,
+    },
+    /// The store was written by an older whyslow whose column types differ.
+    #[error(
+        "store {path} was written by an older whyslow ({detail}): this version stores \
+         times in microseconds and maps with the Parquet spec's names; ingest into a new \
+         store (nothing was changed in this one)"
+    )]
+    OldLayout {
+        /// The store root.
+        path: PathBuf,
+        /// The first column found with an older type.
         detail: String,
     },
     /// Another process holds the writer lock.

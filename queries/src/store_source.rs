@@ -37,9 +37,11 @@ pub async fn open_session_limited(
     store_root: &Path,
     memory_limit: Option<usize>,
 ) -> Result<SessionContext, QueryError> {
-    let store = Store::open(store_root).map_err(|source| QueryError::Store {
+    let store_err = |source| QueryError::Store {
         path: store_root.display().to_string(),
         source,
-    })?;
+    };
+    let store = Store::open(store_root).map_err(store_err)?;
+    whyslow_ingest::store::layout::check(&store).map_err(store_err)?;
     session_over_limited(&store, memory_limit).await
 }

@@ -151,6 +151,7 @@ impl StoreWriter {
             Err(fs::TryLockError::Error(e)) => return Err(StoreError::io("lock", &lock_path, e)),
         }
         let store = Store::open(&root)?;
+        super::layout::check(&store)?;
         let nonce = xxhash_rust::xxh3::xxh3_64(
             format!(
                 "{}-{}",
