@@ -16,6 +16,7 @@ pub mod error;
 pub mod gpu_functions;
 pub mod output;
 pub mod params;
+pub mod pod_functions;
 pub mod segment_table;
 pub mod segments;
 pub mod session;

@@ -35,11 +35,13 @@ pub fn session_config() -> SessionConfig {
 }
 
 /// Registers whyslow's SQL functions (the throttle-mask functions of
-/// [`crate::gpu_functions`], `epoch_ns` and its kin of [`crate::time_functions`]) and every view of [`VIEW_DIRS`] on `ctx` (a session with the
+/// [`crate::gpu_functions`], `epoch_ns` and its kin of [`crate::time_functions`], `pod_owner` of
+/// [`crate::pod_functions`]) and every view of [`VIEW_DIRS`] on `ctx` (a session with the
 /// stored tables).
 pub async fn register_views(ctx: &SessionContext) -> Result<(), QueryError> {
     crate::gpu_functions::register(ctx);
     crate::time_functions::register(ctx);
+    crate::pod_functions::register(ctx);
     register_sql_files(ctx, VIEW_DIRS.iter().flat_map(|d| sql_dir(d))).await
 }
 

@@ -4,7 +4,9 @@
 -- one the sample names, else its pod's (any controller: a Deployment's replicas
 -- included), else the workload whose name the pod's name extends
 -- (`<deployment>-<hash>-<id>`, the longest such name), as a scrape of a replica that
--- started before the data names only its pod.
+-- started before the data names only its pod; and when no event names the workload at all
+-- (replicas that ran through the window untouched), the owner the pod's name gives by
+-- Kubernetes' naming rules (`pod_owner`).
 CREATE OR REPLACE VIEW serving_samples AS
 WITH serving AS (
   SELECT * FROM metrics
@@ -42,7 +44,7 @@ named AS (
   ) x WHERE rn = 1
 ),
 owners AS (
-  SELECT p.namespace, p.pod, coalesce(pl.workload, n.workload) AS workload
+  SELECT p.namespace, p.pod, coalesce(pl.workload, n.workload, pod_owner(p.pod)) AS workload
   FROM pods p
   LEFT JOIN placed pl ON pl.pod = p.pod AND (pl.namespace IS NOT DISTINCT FROM p.namespace)
   LEFT JOIN named n ON n.pod = p.pod AND (n.namespace IS NOT DISTINCT FROM p.namespace)
