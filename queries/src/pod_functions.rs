@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, StringArray};
+use arrow::array::{ArrayRef, AsArray, StringArray};
 use arrow::compute::kernels::cast::cast;
 use arrow::datatypes::DataType;
 use datafusion::common::Result;
@@ -51,18 +51,13 @@ impl ScalarUDFImpl for PodOwner {
         let Some(arg) = args.args.first() else {
             return Ok(ColumnarValue::Scalar(ScalarValue::Utf8(None)));
         };
-        let is_scalar = matches!(arg, ColumnarValue::Scalar(_));
-        let pods = arg.to_array(if is_scalar { 1 } else { args.number_rows })?;
+        let pods = arg.to_array(args.number_rows)?;
         let pods = cast(&pods, &DataType::Utf8)?;
         let owners: StringArray = pods
             .as_string::<i32>()
             .iter()
             .map(|p| p.and_then(owner_from_pod_name).map(|o| o.workload))
             .collect();
-        if is_scalar {
-            let v = (!owners.is_null(0)).then(|| owners.value(0).to_string());
-            return Ok(ColumnarValue::Scalar(ScalarValue::Utf8(v)));
-        }
         Ok(ColumnarValue::Array(Arc::new(owners) as ArrayRef))
     }
 }

@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, AsArray, Int64Array};
+use arrow::array::{AsArray, Int64Array};
 use arrow::compute::kernels::cast::cast;
 use arrow::datatypes::{DataType, Int64Type, TimeUnit};
-use datafusion::common::{DataFusionError, Result, ScalarValue};
+use datafusion::common::{DataFusionError, Result};
 use datafusion::execution::context::SessionContext;
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature,
@@ -82,8 +82,7 @@ impl ScalarUDFImpl for EpochFunction {
                 self.name()
             )));
         };
-        let is_scalar = matches!(arg, ColumnarValue::Scalar(_));
-        let values = arg.to_array(if is_scalar { 1 } else { args.number_rows })?;
+        let values = arg.to_array(args.number_rows)?;
         let DataType::Timestamp(from, _) = values.data_type() else {
             return Err(DataFusionError::Plan(format!(
                 "{}() takes a timestamp, not {}",
@@ -108,10 +107,6 @@ impl ScalarUDFImpl for EpochFunction {
                 })
             })
             .collect();
-        if is_scalar {
-            let v = (!counts.is_null(0)).then(|| counts.value(0));
-            return Ok(ColumnarValue::Scalar(ScalarValue::Int64(v)));
-        }
         Ok(ColumnarValue::Array(Arc::new(counts)))
     }
 }

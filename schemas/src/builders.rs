@@ -106,7 +106,8 @@ pub struct EventRow<'a> {
 
 /// Builds `events` batches.
 pub struct EventsBuilder {
-    ingest_time_ns: i64,
+    /// The `ingest_time` of every row, in the stored unit (converted once).
+    ingest_time_stored: i64,
     time: TimestampMicrosecondBuilder,
     ingest_time: TimestampMicrosecondBuilder,
     event_id: StringBuilder,
@@ -126,7 +127,7 @@ impl EventsBuilder {
     /// A builder whose rows all carry `ingest_time_ns` as their `ingest_time`.
     pub fn new(ingest_time_ns: i64) -> Self {
         EventsBuilder {
-            ingest_time_ns,
+            ingest_time_stored: ns_to_stored(ingest_time_ns),
             time: timestamps(),
             ingest_time: timestamps(),
             event_id: StringBuilder::new(),
@@ -150,8 +151,7 @@ impl EventsBuilder {
         attrs: impl IntoIterator<Item = (K, V)>,
     ) {
         self.time.append_value(ns_to_stored(row.time_ns));
-        self.ingest_time
-            .append_value(ns_to_stored(self.ingest_time_ns));
+        self.ingest_time.append_value(self.ingest_time_stored);
         self.event_id.append_value(row.event_id);
         self.layer.append_value(row.layer.as_str());
         self.source.append_value(row.source);
@@ -225,7 +225,8 @@ pub struct MetricRow<'a> {
 
 /// Builds `metrics` batches.
 pub struct MetricsBuilder {
-    ingest_time_ns: i64,
+    /// The `ingest_time` of every row, in the stored unit (converted once).
+    ingest_time_stored: i64,
     time: TimestampMicrosecondBuilder,
     ingest_time: TimestampMicrosecondBuilder,
     layer: StringBuilder,
@@ -244,7 +245,7 @@ impl MetricsBuilder {
     /// A builder whose rows all carry `ingest_time_ns` as their `ingest_time`.
     pub fn new(ingest_time_ns: i64) -> Self {
         MetricsBuilder {
-            ingest_time_ns,
+            ingest_time_stored: ns_to_stored(ingest_time_ns),
             time: timestamps(),
             ingest_time: timestamps(),
             layer: StringBuilder::new(),
@@ -267,8 +268,7 @@ impl MetricsBuilder {
         labels: impl IntoIterator<Item = (K, V)>,
     ) {
         self.time.append_value(ns_to_stored(row.time_ns));
-        self.ingest_time
-            .append_value(ns_to_stored(self.ingest_time_ns));
+        self.ingest_time.append_value(self.ingest_time_stored);
         self.layer.append_value(row.layer.as_str());
         self.source.append_value(row.source);
         self.metric.append_value(row.metric);
@@ -320,7 +320,8 @@ impl MetricsBuilder {
 
 /// Builds `dead_letters` batches.
 pub struct DeadLetterBuilder {
-    ingest_time_ns: i64,
+    /// The `ingest_time` of every row, in the stored unit (converted once).
+    ingest_time_stored: i64,
     ingest_time: TimestampMicrosecondBuilder,
     source_ref: StringBuilder,
     format: StringBuilder,
@@ -341,7 +342,7 @@ impl DeadLetterBuilder {
     /// A builder whose rows all carry `ingest_time_ns` as their `ingest_time`.
     pub fn new(ingest_time_ns: i64) -> Self {
         DeadLetterBuilder {
-            ingest_time_ns,
+            ingest_time_stored: ns_to_stored(ingest_time_ns),
             ingest_time: timestamps(),
             source_ref: StringBuilder::new(),
             format: StringBuilder::new(),
@@ -363,8 +364,7 @@ impl DeadLetterBuilder {
     /// format tried, why, and its bytes verbatim.
     pub fn append(&mut self, letter: &DeadLetter<'_>) {
         let source_ref = letter.source_ref();
-        self.ingest_time
-            .append_value(ns_to_stored(self.ingest_time_ns));
+        self.ingest_time.append_value(self.ingest_time_stored);
         self.source_ref.append_value(&source_ref);
         self.format.append_value(letter.format);
         self.error.append_value(letter.error);
