@@ -186,8 +186,16 @@ const EXPECTED: &[(&str, Option<Format>)] = &[
     ),
     ("serving/SOURCES.md", Some(ContainerLog)),
     (
+        "serving/tei-router-request-log-tei-issue-305-excerpt.log",
+        Some(ContainerLog),
+    ),
+    (
         "serving/tgi-2.x-datadog-integrations-core-excerpt.prom",
         Some(Prometheus),
+    ),
+    (
+        "serving/tgi-router-request-log-chat-ui-issue-411-excerpt.log",
+        Some(ContainerLog),
     ),
     (
         "serving/vllm-0.5-engine-stats-log-vllm-issue-7540-excerpt.log",

@@ -416,6 +416,76 @@ fn plain_vllm_logs_are_dated_by_their_own_stamps() {
     }
 }
 
+/// `kubectl logs` of a TGI and a TEI router, saved plainly: each `Success` line is one
+/// request's latencies, dated by the router's own RFC 3339 stamp, with its route's span
+/// name as the `endpoint` label; the pod's namespace and name come from the hints.
+#[test]
+fn hf_router_success_lines_are_one_request_each() {
+    let hints = Hints {
+        namespace: Some("serving".into()),
+        pod: Some("tgi-llama-7d9f5c6b8d-x2k4p".into()),
+        ..Hints::default()
+    };
+    let serving = |name: &str| {
+        let path = format!(
+            "{}/../fixtures/samples/serving/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    let tgi = run(
+        &serving("tgi-router-request-log-chat-ui-issue-411-excerpt.log"),
+        "tgi.log",
+        &hints,
+    );
+    assert_eq!((tgi.dead, tgi.counts.rejected), (0, 0));
+    let request = named(&tgi, "request_seconds");
+    assert_eq!(request.len(), 1);
+    assert!((request[0].value - 5.639886919).abs() < 1e-12);
+    assert!(
+        request[0].time.starts_with("2023-08-22T08:29:52"),
+        "{}",
+        request[0].time
+    );
+    assert_eq!(
+        request[0].labels.get("endpoint").map(String::as_str),
+        Some("generate_stream")
+    );
+    let tpot = named(&tgi, "time_per_output_token_seconds");
+    assert_eq!(tpot.len(), 1);
+    assert!((tpot[0].value - 0.056395486).abs() < 1e-12);
+    assert!((named(&tgi, "queue_seconds")[0].value - 0.000184627).abs() < 1e-12);
+
+    let tei = run(
+        &serving("tei-router-request-log-tei-issue-305-excerpt.log"),
+        "tei.log",
+        &hints,
+    );
+    assert_eq!((tei.dead, tei.counts.rejected), (0, 0));
+    let totals: Vec<f64> = named(&tei, "request_seconds")
+        .iter()
+        .map(|m| m.value)
+        .collect();
+    let want = [
+        1.207716998,
+        0.685148571,
+        0.684028847,
+        0.756365714,
+        1.112665816,
+    ];
+    assert_eq!(totals.len(), want.len());
+    for (got, want) in totals.iter().zip(want) {
+        assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+    }
+    let times: Vec<&str> = named(&tei, "request_seconds")
+        .iter()
+        .map(|m| m.time.as_str())
+        .collect();
+    assert!(times[0].starts_with("2025-08-09T19:36:02"), "{times:?}");
+    assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
+    assert!(named(&tei, "time_per_output_token_seconds").is_empty());
+}
+
 #[test]
 fn vllm_engine_stats_lines_are_serving_metrics() {
     for (name, year, running, waiting, kv) in [

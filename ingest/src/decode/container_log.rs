@@ -1,7 +1,8 @@
 //! `container-log`: container stdout/stderr as clusters ship it — CRI log files, Fluent
 //! Bit / Vector enriched JSON records, plain `kubectl logs [--timestamps]` output — read
 //! by the training-framework rules of `framework_lines` and the serving-engine rules of
-//! `engine_lines` (vLLM's stats line) into events and metrics.
+//! `engine_lines` (vLLM's stats line) and `request_lines` (TGI's and TEI's per-request
+//! line) into events and metrics.
 //!
 //! Time: a line is dated by its framing (CRI, `--timestamps`, the JSON record's time),
 //! else by a timestamp the framework wrote into it (`[2025-10-18 00:08:51,982]`,
@@ -13,6 +14,7 @@
 mod engine_lines;
 mod framework_lines;
 mod pod_names;
+mod request_lines;
 mod traceback;
 
 use std::borrow::Cow;

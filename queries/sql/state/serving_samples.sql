@@ -6,10 +6,36 @@
 -- (`<deployment>-<hash>-<id>`, the longest such name), as a scrape of a replica that
 -- started before the data names only its pod; and when no event names the workload at all
 -- (replicas that ran through the window untouched), the owner the pod's name gives by
--- Kubernetes' naming rules (`pod_owner`).
+-- Kubernetes' naming rules (`pod_owner`). A router that logs each request instead of being
+-- scraped (TGI's and TEI's `Success` lines: one `request_seconds` and
+-- `time_per_output_token_seconds` row per request) gives the same series per replica and
+-- minute: the requests' p50/p95/p99 (continuous percentiles), how many there were, and
+-- the rate they were served at.
 CREATE OR REPLACE VIEW serving_samples AS
-WITH serving AS (
-  SELECT * FROM metrics
+WITH requests AS (
+  SELECT date_bin(INTERVAL '1 minute', time, TIMESTAMP '1970-01-01T00:00:00Z') AS time,
+    source, metric, cluster, node, namespace, workload, pod,
+    percentile_cont(0.5) WITHIN GROUP (ORDER BY value) AS p50,
+    percentile_cont(0.95) WITHIN GROUP (ORDER BY value) AS p95,
+    percentile_cont(0.99) WITHIN GROUP (ORDER BY value) AS p99,
+    CAST(count(*) AS DOUBLE) AS n
+  FROM metrics
+  WHERE metric IN ('request_seconds', 'time_per_output_token_seconds') AND value = value
+  GROUP BY date_bin(INTERVAL '1 minute', time, TIMESTAMP '1970-01-01T00:00:00Z'),
+    source, metric, cluster, node, namespace, workload, pod
+),
+serving AS (
+  SELECT r.time, r.source,
+    CASE k.part WHEN 'rate' THEN 'requests_succeeded_per_second'
+      ELSE concat(r.metric, k.part) END AS metric,
+    CASE k.part WHEN '_p50' THEN r.p50 WHEN '_p95' THEN r.p95 WHEN '_p99' THEN r.p99
+      WHEN '_observations' THEN r.n ELSE r.n / 60.0 END AS value,
+    r.cluster, r.node, r.namespace, r.workload, r.pod
+  FROM requests r
+  CROSS JOIN (VALUES ('_p50'), ('_p95'), ('_p99'), ('_observations'), ('rate')) AS k(part)
+  WHERE k.part <> 'rate' OR r.metric = 'request_seconds'
+  UNION ALL
+  SELECT time, source, metric, value, cluster, node, namespace, workload, pod FROM metrics
   WHERE metric IN ('ttft_seconds_p50', 'ttft_seconds_p95', 'ttft_seconds_p99',
                    'ttft_seconds_observations',
                    'inter_token_seconds_p50', 'inter_token_seconds_p95',

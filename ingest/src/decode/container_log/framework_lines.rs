@@ -20,6 +20,10 @@ pub mod source {
     pub const NSIGHT: &str = "nsight";
     /// The vLLM serving engine (its stats log line).
     pub const VLLM: &str = "vllm";
+    /// Hugging Face text-generation-inference's router (its per-request log line).
+    pub const TGI: &str = "tgi";
+    /// Hugging Face text-embeddings-inference's router (its per-request log line).
+    pub const TEI: &str = "tei";
     pub const APP: &str = "app";
 }
 
@@ -862,6 +866,7 @@ pub fn classify(l: &str, out: &mut Vec<Finding>) -> bool {
         || deepspeed_throughput(l, out)
         || tqdm_bar(l, out)
         || super::engine_lines::vllm_stats(l, out)
+        || super::request_lines::hf_router_success(l, out)
 }
 
 #[cfg(test)]
