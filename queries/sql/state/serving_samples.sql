@@ -10,19 +10,27 @@
 -- scraped (TGI's and TEI's `Success` lines: one `request_seconds` and
 -- `time_per_output_token_seconds` row per request) gives the same series per replica and
 -- minute: the requests' p50/p95/p99 (continuous percentiles), how many there were, and
--- the rate they were served at.
+-- the rate they were served at. A replica whose router is also scraped keeps the scrape's
+-- series only (the same requests counted twice would double their weight).
 CREATE OR REPLACE VIEW serving_samples AS
-WITH requests AS (
-  SELECT date_bin(INTERVAL '1 minute', time, TIMESTAMP '1970-01-01T00:00:00Z') AS time,
-    source, metric, cluster, node, namespace, workload, pod,
-    percentile_cont(0.5) WITHIN GROUP (ORDER BY value) AS p50,
-    percentile_cont(0.95) WITHIN GROUP (ORDER BY value) AS p95,
-    percentile_cont(0.99) WITHIN GROUP (ORDER BY value) AS p99,
+WITH scraped AS (
+  SELECT DISTINCT coalesce(namespace, '') AS namespace, pod FROM metrics
+  WHERE metric = 'request_seconds_observations' AND pod IS NOT NULL
+),
+requests AS (
+  SELECT arrow_cast(date_bin(INTERVAL '1 minute', m.time, TIMESTAMP '1970-01-01T00:00:00Z'),
+      'Timestamp(Microsecond, Some("UTC"))') AS time,
+    m.source, m.metric, m.cluster, m.node, m.namespace, m.workload, m.pod,
+    percentile_cont(0.5) WITHIN GROUP (ORDER BY m.value) AS p50,
+    percentile_cont(0.95) WITHIN GROUP (ORDER BY m.value) AS p95,
+    percentile_cont(0.99) WITHIN GROUP (ORDER BY m.value) AS p99,
     CAST(count(*) AS DOUBLE) AS n
-  FROM metrics
-  WHERE metric IN ('request_seconds', 'time_per_output_token_seconds') AND value = value
-  GROUP BY date_bin(INTERVAL '1 minute', time, TIMESTAMP '1970-01-01T00:00:00Z'),
-    source, metric, cluster, node, namespace, workload, pod
+  FROM metrics m
+  LEFT JOIN scraped s ON s.pod = m.pod AND s.namespace = coalesce(m.namespace, '')
+  WHERE m.metric IN ('request_seconds', 'time_per_output_token_seconds')
+    AND m.value = m.value AND s.pod IS NULL
+  GROUP BY date_bin(INTERVAL '1 minute', m.time, TIMESTAMP '1970-01-01T00:00:00Z'),
+    m.source, m.metric, m.cluster, m.node, m.namespace, m.workload, m.pod
 ),
 serving AS (
   SELECT r.time, r.source,
