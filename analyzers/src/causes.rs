@@ -106,10 +106,6 @@ pub struct Candidate {
     pub rule: &'static str,
 }
 
-fn ts_builder() -> TimestampMicrosecondBuilder {
-    timestamp_builder()
-}
-
 fn arrow_err(what: &'static str) -> impl Fn(arrow::error::ArrowError) -> AnalyzeError {
     move |source| AnalyzeError::Arrow { what, source }
 }
@@ -144,7 +140,7 @@ pub async fn register(
     let schema = symptoms_schema();
     let mut text: Vec<StringBuilder> = (0..6).map(|_| StringBuilder::new()).collect();
     let mut rank = Int32Builder::new();
-    let mut times: Vec<TimestampMicrosecondBuilder> = (0..3).map(|_| ts_builder()).collect();
+    let mut times: Vec<TimestampMicrosecondBuilder> = (0..3).map(|_| timestamp_builder()).collect();
     let mut floats: Vec<Float64Builder> = (0..2).map(|_| Float64Builder::new()).collect();
     for r in symptoms {
         let vals = [

@@ -4,19 +4,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::{
-    ArrayRef, Float64Builder, Int32Builder, RecordBatch, StringBuilder, TimestampMicrosecondBuilder,
-};
+use arrow::array::{ArrayRef, Float64Builder, Int32Builder, RecordBatch, StringBuilder};
 use whyslow_ingest::store::StoreWriter;
 use whyslow_schemas::Table;
 use whyslow_schemas::tables::{ns_to_stored, string_list_builder, timestamp_builder};
 
 use crate::analyze::Analysis;
 use crate::{AnalyzeError, Result};
-
-fn ts() -> TimestampMicrosecondBuilder {
-    timestamp_builder()
-}
 
 /// The `slowdowns` rows of an analysis; `detected_at` is the end of the analyzed window,
 /// so the rows depend on the data only.
@@ -26,7 +20,11 @@ pub fn slowdowns_batch(a: &Analysis) -> Result<RecordBatch> {
     let mut namespace = StringBuilder::new();
     let mut run = StringBuilder::new();
     let mut kind = StringBuilder::new();
-    let (mut start, mut end, mut detected) = (ts(), ts(), ts());
+    let (mut start, mut end, mut detected) = (
+        timestamp_builder(),
+        timestamp_builder(),
+        timestamp_builder(),
+    );
     let mut lost = Float64Builder::new();
     let mut baseline = Float64Builder::new();
     let mut observed = Float64Builder::new();

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use arrow::array::{Array, AsArray, RecordBatch};
-
 use whyslow_ingest::decode::kmsg::KmsgDecoder;
 use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
 use whyslow_ingest::time::{format_rfc3339, parse_rfc3339};

@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 
 use arrow::array::{Array, AsArray, RecordBatch};
-
 use whyslow_ingest::decode::container_log::ContainerLogDecoder;
 use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
 use whyslow_ingest::time::{format_rfc3339, parse_rfc3339};

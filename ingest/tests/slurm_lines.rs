@@ -9,7 +9,6 @@
 use std::collections::BTreeMap;
 
 use arrow::array::{Array, AsArray, RecordBatch};
-
 use whyslow_ingest::decode::slurm::SlurmDecoder;
 use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
 use whyslow_ingest::time::format_rfc3339;

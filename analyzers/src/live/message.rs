@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use arrow::array::{
     ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, RecordBatch, StringBuilder,
-    TimestampMicrosecondBuilder,
 };
 use serde::Serialize;
 use whyslow_schemas::Table;
@@ -60,13 +59,14 @@ impl Outgoing {
     }
 }
 
-fn ts() -> TimestampMicrosecondBuilder {
-    timestamp_builder()
-}
-
 /// The `incidents` rows of some revisions.
 pub fn incidents_batch(out: &[Outgoing]) -> Result<RecordBatch> {
-    let (mut published, mut start, mut end, mut arrived) = (ts(), ts(), ts(), ts());
+    let (mut published, mut start, mut end, mut arrived) = (
+        timestamp_builder(),
+        timestamp_builder(),
+        timestamp_builder(),
+        timestamp_builder(),
+    );
     let mut id = StringBuilder::new();
     let mut revision = Int64Builder::new();
     let mut status = StringBuilder::new();
