@@ -32,11 +32,34 @@ pub struct PaceInput<'a> {
     pub horizon_ns: i64,
 }
 
-/// The reference (normal) level of a series: the median of its first segment.
+/// The reference (normal) level of a series: the median of its first level segment.
 pub fn reference(points: &[Point], cfg: &DetectorConfig, min_rel: f64) -> Option<f64> {
     let xs: Vec<f64> = points.iter().map(|p| p.value).collect();
-    let cuts = segment(&xs, cfg.min_segment, cfg.alpha, min_rel / 2.0);
-    median(&xs[..cuts.first().copied().unwrap_or(xs.len())])
+    let bounds = bounds_of(
+        &segment(&xs, cfg.min_segment, cfg.alpha, min_rel / 2.0),
+        xs.len(),
+    );
+    let r = reference_segment(&bounds, cfg.min_segment);
+    median(&xs[bounds[r]..bounds[r + 1]])
+}
+
+/// The segments' boundaries: `0`, the cuts, `len`.
+fn bounds_of(cuts: &[usize], len: usize) -> Vec<usize> {
+    let mut bounds = vec![0];
+    bounds.extend(cuts);
+    bounds.push(len);
+    bounds
+}
+
+/// Which segment is the series' normal level: the first one of at least `min_seg`
+/// points. A shorter piece before it (the edge a bump leaves, such as a run's partial
+/// first bucket with its start-up) is no level to measure against; with no segment that
+/// long, the first.
+fn reference_segment(bounds: &[usize], min_seg: usize) -> usize {
+    bounds
+        .windows(2)
+        .position(|w| w[1] - w[0] >= min_seg)
+        .unwrap_or(0)
 }
 
 /// The windows where the series stayed worse than its reference segment.
@@ -49,10 +72,9 @@ pub fn detect(input: &PaceInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
     if cuts.is_empty() {
         return Vec::new();
     }
-    let mut bounds = vec![0];
-    bounds.extend(&cuts);
-    bounds.push(xs.len());
-    let Some(base) = mean(&xs[..bounds[1]]) else {
+    let bounds = bounds_of(&cuts, xs.len());
+    let r = reference_segment(&bounds, cfg.min_segment);
+    let Some(base) = mean(&xs[bounds[r]..bounds[r + 1]]) else {
         return Vec::new();
     };
     let is_worse = |m: f64| match input.worse {
@@ -61,7 +83,10 @@ pub fn detect(input: &PaceInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
     };
     // Merge consecutive worse segments into windows of sample indices [lo, hi).
     let mut windows: Vec<(usize, usize)> = Vec::new();
-    for w in bounds.windows(2).skip(1) {
+    for (k, w) in bounds.windows(2).enumerate() {
+        if k == r {
+            continue;
+        }
         let (lo, hi) = (w[0], w[1]);
         let Some(m) = mean(&xs[lo..hi]) else {
             continue;
@@ -178,6 +203,28 @@ mod tests {
         assert!((s.lost_seconds - 120.0).abs() < 8.0, "{}", s.lost_seconds);
         assert!(s.ongoing);
         assert!((s.observed.unwrap() / s.baseline.unwrap() - 1.3).abs() < 0.02);
+    }
+
+    /// A series whose first piece is shorter than a segment (a run's partial first bucket
+    /// with its start-up, then a short first run, then a long slower one: the buckets of
+    /// config-change seed 1910000 in variation mode): the short first run is the level,
+    /// not the start-up piece the bump detection leaves before it.
+    #[test]
+    fn a_short_piece_before_the_level_is_not_the_reference() {
+        let key = WorkloadKey::default();
+        let pts = series(&[(1, 2.33), (5, 2.05), (31, 2.54)]);
+        let cfg = DetectorConfig {
+            min_segment: 2,
+            alpha: 1e-2,
+            ..DetectorConfig::default()
+        };
+        let mut inp = input(&key, &pts, Worse::Higher);
+        inp.min_seconds = 10.0;
+        let found = detect(&inp, &cfg);
+        assert_eq!(found.len(), 1, "{found:?}");
+        let ratio = found[0].observed.unwrap() / found[0].baseline.unwrap();
+        assert!((ratio - 2.54 / 2.05).abs() < 0.03, "{ratio}");
+        assert!((reference(&pts, &cfg, 0.10).unwrap() - 2.05).abs() < 0.05);
     }
 
     #[test]
