@@ -218,13 +218,13 @@ impl HintArgs {
 /// A time flag (`--from`, `--to`, `--time`, `--boot-time`): RFC 3339 or relative to now
 /// (e.g. -2h), in nanoseconds since the epoch.
 fn cli_time(s: &str) -> Result<i64, BadCliTime> {
-    whyslow_ingest::time::parse_cli_time(s, whyslow_ingest::time::now_ns()).map_err(BadCliTime)
+    whyslow_schemas::time::parse_cli_time(s, whyslow_schemas::time::now_ns()).map_err(BadCliTime)
 }
 
 /// A time flag's value that is no time.
 #[derive(Debug, thiserror::Error)]
 #[error("{0} (expected RFC 3339 or relative like -2h)")]
-struct BadCliTime(#[source] whyslow_ingest::time::BadTime);
+struct BadCliTime(#[source] whyslow_schemas::time::BadTime);
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
@@ -588,7 +588,7 @@ mod tests {
     #[test]
     fn failures_keep_their_chain() {
         let io = std::io::Error::other("disk gone");
-        let store = whyslow_ingest::store::StoreError::Io {
+        let store = whyslow_store::StoreError::Io {
             op: "read",
             path: "/s/_log".into(),
             source: io,

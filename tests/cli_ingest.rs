@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use whyslow_ingest::store::Store;
 use whyslow_schemas::Table;
+use whyslow_store::Store;
 
 fn whyslow(store: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_whyslow"));

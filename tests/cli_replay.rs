@@ -9,8 +9,8 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use whyslow_ingest::store::{Store, StoreWriter};
 use whyslow_schemas::Table;
+use whyslow_store::{Store, StoreWriter};
 
 fn whyslow(store: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_whyslow"));

@@ -18,7 +18,7 @@ use support::scenario::produce_scenario;
 use support::signal;
 use whyslow_analyzers::report::{Report, Slowdown};
 use whyslow_fixtures::messages::scenario_messages;
-use whyslow_ingest::store::Store;
+use whyslow_store::Store;
 
 /// The latest revision of each incident on the topic (key = incident id).
 fn latest_incidents(broker: &Broker) -> BTreeMap<String, serde_json::Value> {

@@ -14,8 +14,8 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use support::broker::Broker;
 use support::signal;
-use whyslow_ingest::store::Store;
 use whyslow_schemas::Table;
+use whyslow_store::Store;
 
 fn producer(broker: &Broker) -> ThreadedProducer<DefaultProducerContext> {
     broker

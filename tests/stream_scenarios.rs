@@ -29,9 +29,9 @@ use whyslow_analyzers::command::{analyze_store, ingest_dir};
 use whyslow_analyzers::live::{LiveAnalyzer, LiveOptions};
 use whyslow_analyzers::report::Report;
 use whyslow_fixtures::messages::{ScenarioMessage, scenario_messages};
-use whyslow_ingest::store::Store;
 use whyslow_ingest::stream::{self, StreamOptions, StreamSummary, TopicSpec};
 use whyslow_schemas::Table;
+use whyslow_store::Store;
 
 /// How long one scenario may take to be consumed before the test gives up on it.
 const CONSUME_BUDGET: Duration = Duration::from_secs(300);
@@ -501,8 +501,8 @@ fn standing_incidents(store: &Path) -> Vec<whyslow_analyzers::report::Slowdown> 
 /// into the store at `store`: one commit per `per_commit` messages, with their offsets.
 pub fn decode_in_process(messages: &[ScenarioMessage], store: &Path, per_commit: usize) -> u64 {
     use whyslow_ingest::Format;
-    use whyslow_ingest::store::{KafkaOffset, StoreWriter};
     use whyslow_ingest::stream::{Message, MicroBatch};
+    use whyslow_store::{KafkaOffset, StoreWriter};
     let topic_formats = messages
         .iter()
         .map(|m| {

@@ -16,7 +16,7 @@ fn main() {
         std::process::exit(2);
     };
     let store = std::path::PathBuf::from(store);
-    let rows = whyslow_ingest::store::Store::open(&store)
+    let rows = whyslow_store::Store::open(&store)
         .map(|s| [Table::Events, Table::Metrics].map(|t| (t.name(), s.rows(t))));
     match rows {
         Ok(r) => println!("store {}: {:?}", store.display(), r),

@@ -74,7 +74,7 @@ pub enum AnalyzeError {
     ReadOnlyStore {
         path: String,
         #[source]
-        source: whyslow_ingest::store::StoreError,
+        source: whyslow_store::StoreError,
     },
     /// The live analyzer's thread could not be started.
     #[error("cannot start the live analyzer: {0}")]

@@ -5,9 +5,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Float64Builder, Int32Builder, RecordBatch, StringBuilder};
-use whyslow_ingest::store::StoreWriter;
 use whyslow_schemas::Table;
 use whyslow_schemas::tables::{ns_to_stored, string_list_builder, timestamp_builder};
+use whyslow_store::StoreWriter;
 
 use crate::analyze::Analysis;
 use crate::{AnalyzeError, Result};
@@ -111,7 +111,7 @@ pub fn causes_batch(a: &Analysis) -> Result<RecordBatch> {
 /// Replaces the store's `slowdowns` and `causes` with this analysis's rows, always (see
 /// [`crate::replay::save_derived`] for the rule that writes only what changed).
 pub fn persist(store_root: &Path, a: &Analysis) -> Result<()> {
-    let err = |e: whyslow_ingest::store::StoreError| {
+    let err = |e: whyslow_store::StoreError| {
         if e.is_read_only() {
             let path = store_root.display().to_string();
             AnalyzeError::ReadOnlyStore { path, source: e }

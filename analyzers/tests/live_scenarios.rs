@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use whyslow_analyzers::live::{LiveAnalyzer, LiveOptions, standing_incidents};
 use whyslow_analyzers::report::{Report, Slowdown};
 use whyslow_ingest::run::{IngestOptions, ingest};
-use whyslow_ingest::store::Store;
 use whyslow_ingest::stream::{CommitObserver, Committed};
+use whyslow_store::Store;
 
 fn scenarios() -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(whyslow_fixtures::committed_scenarios_dir())

@@ -13,8 +13,8 @@ use whyslow_analyzers::replay::{ReplayRequest, rendered, replay};
 use whyslow_analyzers::{Analysis, Selection};
 use whyslow_ingest::Format;
 use whyslow_ingest::run::{IngestOptions, ingest};
-use whyslow_ingest::store::{Store, StoreWriter};
 use whyslow_schemas::{Cause, DeadLetter, DeadLetterBuilder, Origin, Table};
+use whyslow_store::{Store, StoreWriter};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()

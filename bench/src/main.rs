@@ -13,9 +13,9 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use serde_json::json;
-use whyslow_ingest::store::Store;
 use whyslow_queries::{Params, open_session, run_read_only};
 use whyslow_schemas::Table;
+use whyslow_store::Store;
 
 /// In-process timing helpers for the whyslow benchmark harness.
 #[derive(Debug, Parser)]

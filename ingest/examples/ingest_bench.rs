@@ -14,8 +14,8 @@ use std::time::Instant;
 use arrow::array::RecordBatch;
 use whyslow_ingest::Format;
 use whyslow_ingest::run::{IngestOptions, IngestSummary, RowSink, ingest, ingest_into};
-use whyslow_ingest::store::{CommitStats, StoreError, TableCommit};
 use whyslow_schemas::Table;
+use whyslow_store::{CommitStats, StoreError, TableCommit};
 
 /// 2026-11-29T10:00:00Z.
 const START_S: i64 = 1_795_939_200;

@@ -7,9 +7,9 @@
 use std::time::Instant;
 
 use arrow::array::RecordBatch;
-use whyslow_ingest::store::{StoreWriter, WriterOptions};
 use whyslow_schemas::builders::{MetricRow, Scope};
 use whyslow_schemas::{Layer, MetricsBuilder, Table};
+use whyslow_store::{StoreWriter, WriterOptions};
 
 const NODES: usize = 32;
 const GPUS: usize = 8;

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use rdkafka::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
-use whyslow_ingest::store::Store;
 use whyslow_ingest::stream::{self, StreamOptions, TopicSpec};
 use whyslow_schemas::Table;
+use whyslow_store::Store;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

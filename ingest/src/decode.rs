@@ -21,7 +21,6 @@ mod feed;
 pub mod k8s;
 pub mod kmsg;
 pub mod lines;
-pub mod nvidia;
 pub mod otlp;
 pub mod prometheus;
 mod registry;

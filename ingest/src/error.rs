@@ -6,9 +6,9 @@ use crate::decode::UnknownFormat;
 use crate::redecode::RedecodeError;
 use crate::run::IngestError;
 use crate::source::SourceError;
-use crate::store::StoreError;
 use crate::stream::{OptionError, StreamError};
-use crate::time::BadTime;
+use whyslow_schemas::time::BadTime;
+use whyslow_store::StoreError;
 
 /// Any error of whyslow-ingest. Each variant is a module's own error, shown as it is.
 #[derive(Debug, thiserror::Error)]

@@ -52,7 +52,7 @@ use whyslow_schemas::tables::stored_to_ns;
 
 use crate::decode::{Fed, Feed, Format, Hints, Origin, Record, RowCounts};
 use crate::source::Input;
-use crate::store::{StoreError, StoreWriter, segment};
+use whyslow_store::{StoreError, StoreWriter, segment};
 
 /// What `whyslow replay` asks of the dead letters.
 #[derive(Debug, Clone, Default)]
@@ -557,7 +557,7 @@ pub fn redecode(
     writer: &mut StoreWriter,
     opts: &RedecodeOptions,
 ) -> Result<RedecodeSummary, RedecodeError> {
-    let now_ns = crate::time::now_ns();
+    let now_ns = whyslow_schemas::time::now_ns();
     let mut batches: Vec<(PathBuf, RecordBatch)> = Vec::new();
     for seg in writer.store().segments(Table::DeadLetters) {
         for batch in segment::read_parquet(Table::DeadLetters, &seg.path)? {
@@ -737,7 +737,7 @@ mod tests {
     use crate::decode::Output;
 
     use super::*;
-    use crate::store::Store;
+    use whyslow_store::Store;
 
     const XID: &str = "2024-11-15T12:02:03,470068+00:00 NVRM: Xid (PCI:0000:19:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at physAddr 0x12bac1c3e0 partition 2, subpartition 1.";
     const RAW_XID: &str = "4,3974,227986678,-;NVRM: Xid (PCI:0000:19:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at physAddr 0x12bac1c3e0 partition 2, subpartition 1.";

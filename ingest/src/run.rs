@@ -28,7 +28,7 @@ use whyslow_schemas::Table;
 
 use crate::decode::{FLUSH_BYTES, Feed, Format, Framing, HARD_CAP_BYTES, Hints, Origin, Record};
 use crate::source::{self, Input, LineReader, SourceError};
-use crate::store::{CommitStats, StoreError, StoreWriter};
+use whyslow_store::{CommitStats, StoreError, StoreWriter};
 
 pub use pipeline::PipelinedSink;
 pub use summary::{FormatSummary, IngestSummary, TableRows};
@@ -137,7 +137,7 @@ pub fn ingest_into(
     let mut run = Runner {
         opts,
         sink,
-        feed: Feed::new(crate::time::now_ns()),
+        feed: Feed::new(whyslow_schemas::time::now_ns()),
         bytes: Arc::new(AtomicU64::new(0)),
         progress: progress_bar(opts.progress, total_bytes),
         handed_since_commit: 0,

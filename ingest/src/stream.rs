@@ -14,7 +14,7 @@ pub use incidents::{CommitObserver, Committed};
 pub use options::{OptionError, StreamOptions, TopicSpec, parse_duration};
 pub use worker::{StreamSummary, run};
 
-use crate::store::StoreError;
+use whyslow_store::StoreError;
 
 /// Why a worker stopped with an error.
 #[derive(Debug, thiserror::Error)]

@@ -12,8 +12,8 @@ use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::{Float64Type, Int32Type, Int64Type};
 use whyslow_ingest::decode::container_log::ContainerLogDecoder;
 use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
-use whyslow_ingest::time::format_rfc3339;
 use whyslow_schemas::tables::{StoredTime, stored_to_ns};
+use whyslow_schemas::time::format_rfc3339;
 
 #[derive(Debug)]
 struct Row {

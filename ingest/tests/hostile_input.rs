@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use arrow::array::{Array, AsArray, RecordBatch};
 use whyslow_ingest::Format;
 use whyslow_ingest::run::{IngestOptions, IngestSummary, RowSink, ingest_into};
-use whyslow_ingest::store::{CommitStats, StoreError, TableCommit};
 use whyslow_schemas::Table;
+use whyslow_store::{CommitStats, StoreError, TableCommit};
 
 /// Keeps every batch handed to it; each commit reports the rows as written.
 #[derive(Default)]

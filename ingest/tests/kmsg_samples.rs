@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use arrow::array::{Array, AsArray, RecordBatch};
 use whyslow_ingest::decode::kmsg::KmsgDecoder;
 use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
-use whyslow_ingest::time::{format_rfc3339, parse_rfc3339};
 use whyslow_schemas::tables::{StoredTime, stored_to_ns};
+use whyslow_schemas::time::{format_rfc3339, parse_rfc3339};
 
 fn sample(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

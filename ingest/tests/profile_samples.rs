@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use arrow::array::{Array, AsArray, RecordBatch};
 use whyslow_ingest::decode::container_log::ContainerLogDecoder;
 use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
-use whyslow_ingest::time::{format_rfc3339, parse_rfc3339};
 use whyslow_schemas::tables::{StoredTime, stored_to_ns};
+use whyslow_schemas::time::{format_rfc3339, parse_rfc3339};
 
 fn sample(name: &str) -> String {
     let path = format!(

@@ -10,8 +10,8 @@ use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::Float64Type;
 use whyslow_ingest::decode::prometheus::PrometheusDecoder;
 use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
-use whyslow_ingest::time::parse_rfc3339;
 use whyslow_schemas::tables::{StoredTime, stored_to_ns};
+use whyslow_schemas::time::parse_rfc3339;
 
 fn sample(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -5,6 +5,8 @@
 //! reads nothing proves nothing). Retrying with the recorded format changes nothing and
 //! writes nothing.
 
+// The store crate's test helpers (rows of a committed table, rows without ingest time).
+#[path = "../../store/tests/store_common/mod.rs"]
 mod store_common;
 
 use std::path::{Path, PathBuf};
@@ -13,8 +15,8 @@ use store_common::{read_table, rows_without_ingest_time};
 use whyslow_ingest::Format;
 use whyslow_ingest::redecode::{RedecodeOptions, redecode_store};
 use whyslow_ingest::run::{IngestOptions, IngestSummary, ingest};
-use whyslow_ingest::store::Store;
 use whyslow_schemas::Table;
+use whyslow_store::Store;
 
 fn sample(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

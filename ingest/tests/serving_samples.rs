@@ -11,8 +11,8 @@ use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::Float64Type;
 use whyslow_ingest::decode::prometheus::PrometheusDecoder;
 use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
-use whyslow_ingest::time::parse_rfc3339;
 use whyslow_schemas::tables::{StoredTime, stored_to_ns};
+use whyslow_schemas::time::parse_rfc3339;
 
 const VLLM: &str = "serving/vllm-0.5-opt-125m-datadog-integrations-core.prom";
 const TGI: &str = "serving/tgi-2.x-datadog-integrations-core-excerpt.prom";

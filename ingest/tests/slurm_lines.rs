@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use arrow::array::{Array, AsArray, RecordBatch};
 use whyslow_ingest::decode::slurm::SlurmDecoder;
 use whyslow_ingest::decode::{Decoder, Hints, Origin, Output};
-use whyslow_ingest::time::format_rfc3339;
 use whyslow_schemas::tables::{StoredTime, stored_to_ns};
+use whyslow_schemas::time::format_rfc3339;
 
 #[derive(Debug)]
 struct Ev {

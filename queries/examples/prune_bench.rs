@@ -6,10 +6,10 @@
 
 use std::time::Instant;
 
-use whyslow_ingest::store::{Store, StoreWriter};
 use whyslow_queries::{Params, open_session, run_read_only};
 use whyslow_schemas::builders::{MetricRow, Scope};
 use whyslow_schemas::{Layer, MetricsBuilder, Table};
+use whyslow_store::{Store, StoreWriter};
 
 const BASE_NS: i64 = 1_795_910_400_000_000_000; // 2026-11-29T00:00:00Z
 const HOURS: i64 = 48;

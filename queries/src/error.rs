@@ -3,7 +3,7 @@
 //! runtime failure.
 
 use datafusion::error::DataFusionError;
-use whyslow_ingest::store::StoreError;
+use whyslow_store::StoreError;
 
 /// Why a query or a session could not be run. A DataFusion error is kept as the source;
 /// the message says it in one line (the root cause's first line, without DataFusion's

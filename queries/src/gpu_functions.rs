@@ -1,7 +1,7 @@
 //! SQL functions over GPU clock-throttle reason masks — `throttle_slowdown(mask)`,
 //! `throttle_power(mask)`, `throttle_thermal(mask)` (booleans) and
 //! `throttle_reasons(mask)` (bit names) — decoded by the one table of the bits the
-//! decoders use ([`whyslow_ingest::decode::nvidia::ThrottleReasons`]), so that no SQL
+//! decoders use ([`whyslow_schemas::nvidia::ThrottleReasons`]), so that no SQL
 //! file lists bits of its own. A mask is a number (a sample's `value`) or text (`0x60`,
 //! `96`: an event's `mask`); anything else is NULL.
 
@@ -15,7 +15,7 @@ use datafusion::execution::context::SessionContext;
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
-use whyslow_ingest::decode::nvidia::ThrottleReasons;
+use whyslow_schemas::nvidia::ThrottleReasons;
 
 /// What a function reads of a mask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -14,8 +14,8 @@ use arrow::datatypes::DataType;
 use datafusion::common::ParamValues;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::scalar::ScalarValue;
-use whyslow_ingest::time::{now_ns, parse_cli_time, parse_rfc3339};
 use whyslow_schemas::tables::UTC;
+use whyslow_schemas::time::{now_ns, parse_cli_time, parse_rfc3339};
 
 use crate::error::QueryError;
 

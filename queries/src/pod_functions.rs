@@ -1,7 +1,7 @@
 //! `pod_owner(pod)`: the workload a pod's name says owns it, by Kubernetes' naming rules
 //! (`<deployment>-<pod-template-hash>-<suffix>`, `<job>-<suffix>`, `<statefulset>-<ordinal>`,
 //! `<job>-worker-<n>`), the same rule the container-log decoder uses
-//! ([`whyslow_ingest::decode::container_log::owner_from_pod_name`]); NULL when the name
+//! ([`whyslow_schemas::kubernetes::owner_from_pod_name`]); NULL when the name
 //! follows none of them.
 
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::scalar::ScalarValue;
-use whyslow_ingest::decode::container_log::owner_from_pod_name;
+use whyslow_schemas::kubernetes::owner_from_pod_name;
 
 /// The function's definition.
 #[derive(Debug, PartialEq, Eq, Hash)]

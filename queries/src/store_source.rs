@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use datafusion::execution::context::SessionContext;
-use whyslow_ingest::store::Store;
 use whyslow_schemas::Table;
+use whyslow_store::Store;
 
 use crate::error::QueryError;
 use crate::segments::{Segment, SegmentSource};
@@ -42,6 +42,6 @@ pub async fn open_session_limited(
         source,
     };
     let store = Store::open(store_root).map_err(store_err)?;
-    whyslow_ingest::store::layout::check(&store).map_err(store_err)?;
+    whyslow_store::layout::check(&store).map_err(store_err)?;
     session_over_limited(&store, memory_limit).await
 }

@@ -10,11 +10,11 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use arrow::datatypes::Schema;
 use parquet::arrow::ArrowWriter;
-use whyslow_ingest::store::Store;
 use whyslow_queries::{
     Params, QueryOutput, Segment, SegmentList, open_session, run_read_only, session_over,
 };
 use whyslow_schemas::Table;
+use whyslow_store::Store;
 
 fn one(out: Vec<QueryOutput>) -> QueryOutput {
     assert_eq!(out.len(), 1);

@@ -1,11 +1,15 @@
-//! Arrow schemas of whyslow's tables, the row builders decoders write into, and the
-//! layer / severity / root-cause taxonomies of `contracts/`.
+//! Arrow schemas of whyslow's tables, the row builders decoders write into, the
+//! layer / severity / root-cause taxonomies of `contracts/`, and the vocabulary every
+//! layer reads alike: time formats, NVIDIA's codes, Kubernetes' pod naming.
 
 pub mod builders;
 pub mod cause;
+pub mod kubernetes;
 pub mod layer;
+pub mod nvidia;
 pub mod origin;
 pub mod tables;
+pub mod time;
 
 pub use builders::{DeadLetterBuilder, EventsBuilder, MetricsBuilder};
 pub use cause::Cause;

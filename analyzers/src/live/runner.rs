@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use chrono::Utc;
 use tracing::{debug, info, warn};
-use whyslow_ingest::store::{Store, StoreWriter};
 use whyslow_ingest::stream::{CommitObserver, Committed};
 use whyslow_schemas::Table;
+use whyslow_store::{Store, StoreWriter};
 
 use super::alertmanager::{Alertmanager, RESEND};
 use super::hook::{HookCall, HookRunner};

@@ -28,8 +28,8 @@ use serde_json::Value;
 use whyslow_analyzers::live::publisher::IncidentPublisher;
 use whyslow_analyzers::live::{LiveAnalyzer, LiveOptions};
 use whyslow_fixtures::messages::{FORMATS, ScenarioMessage, scenario_messages};
-use whyslow_ingest::store::Store;
 use whyslow_ingest::stream::{self, StreamOptions, TopicSpec};
+use whyslow_store::Store;
 
 #[derive(Debug, Parser)]
 #[command(name = "stream_latency")]

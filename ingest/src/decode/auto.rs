@@ -17,7 +17,7 @@ use serde::de::IgnoredAny;
 
 use crate::decode::{Decoder, Format, Hints, Origin, Output};
 use crate::decode::{otlp, slurm};
-use crate::time;
+use whyslow_schemas::time;
 
 /// How many lines of a file's head [`detect`] reads at most.
 const HEAD_LINES: usize = 40;

@@ -26,7 +26,7 @@ use whyslow_schemas::Layer;
 use whyslow_schemas::builders::{EventRow, MetricRow, Scope};
 
 use crate::decode::{Decoder, Format, Hints, MAX_RECORD_BYTES, Origin, Output};
-use crate::time::{self, Nanos};
+use whyslow_schemas::time::{self, Nanos};
 
 pub use framework_lines::{EventFinding, Finding, MetricFinding, classify, source};
 pub use pod_names::{owner_from_pod_name, pod_from_file_name, scope_from_path};

@@ -15,7 +15,7 @@ use whyslow_schemas::builders::{EventRow, MetricRow, Scope};
 use whyslow_schemas::{Layer, Severity};
 
 use crate::decode::{Decoder, Format, Hints, MAX_RECORD_BYTES, Origin, Output};
-use crate::time::{self, Nanos};
+use whyslow_schemas::time::{self, Nanos};
 
 /// The `source` of a record that names none: the envelope is the SDK's format.
 pub const DEFAULT_SOURCE: &str = "sdk";
@@ -797,7 +797,7 @@ impl Pairs {
         let Some(mask) = self
             .get("mask")
             .or_else(|| self.get("value"))
-            .and_then(crate::decode::nvidia::ThrottleReasons::parse)
+            .and_then(whyslow_schemas::nvidia::ThrottleReasons::parse)
         else {
             return;
         };

@@ -72,9 +72,9 @@ use whyslow_schemas::Layer;
 use whyslow_schemas::builders::{EventRow, Scope};
 
 use crate::decode::{Decoder, Format, Hints, Origin, Output};
-use crate::time::{self, Nanos};
 use frame::{Shape, When};
 use rules::Outcome;
+use whyslow_schemas::time::{self, Nanos};
 
 /// GPU identities remembered per node at most (a node has 8 or 16 GPUs; NVSwitches and
 /// re-enumerated devices add a few).

@@ -115,7 +115,7 @@
 //!   `clock_throttle_cleared` (to zero), reason = the `throttle` class (`thermal`,
 //!   `power`, `hw_slowdown`, `none`), attrs `throttle`, `reasons` (bit names), `power`
 //!   and `thermal` (`true`/`false`: the bits decoded once, here, for the cause rules;
-//!   see [`crate::decode::nvidia::ThrottleReasons`]), `mask` and `previous_mask` (hex),
+//!   see [`whyslow_schemas::nvidia::ThrottleReasons`]), `mask` and `previous_mask` (hex),
 //!   `metric`, plus the remaining labels.
 //!
 //! `event_id` is a hash of (source, node, device, metric, time, value).
@@ -130,10 +130,10 @@ use whyslow_schemas::builders::{EventRow, MetricRow, Scope};
 
 use crate::decode::lines::decode_lines;
 use crate::decode::{Decoder, Format, Hints, Origin, Output};
-use crate::time::{self, Nanos};
 use gpu_events::{Change, StateGauge, StateMemory};
 use names::Family;
 use text::{Line, Sample};
+use whyslow_schemas::time::{self, Nanos};
 
 /// Decodes Prometheus text / OpenMetrics / prometheus-kafka-adapter records.
 #[derive(Debug, Default)]

@@ -14,7 +14,7 @@ use whyslow_schemas::builders::{EventRow, Scope};
 use whyslow_schemas::{Layer, Severity};
 
 use crate::decode::{Decoder, Format, Hints, MAX_RECORD_BYTES, Origin, Output};
-use crate::time::{self, Nanos};
+use whyslow_schemas::time::{self, Nanos};
 
 pub use hostlist::{HostlistError, expand as expand_hostlist};
 

@@ -11,7 +11,7 @@ use whyslow_schemas::Table;
 
 use super::RowSink;
 use crate::decode::Format;
-use crate::store::{CommitStats, StoreError};
+use whyslow_store::{CommitStats, StoreError};
 
 /// Batches (of up to `batch_rows` rows) the channel holds before the decoder waits.
 const QUEUE_BATCHES: usize = 16;
@@ -152,8 +152,8 @@ impl Drop for PipelinedSink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::TableCommit;
     use whyslow_schemas::DeadLetterBuilder;
+    use whyslow_store::TableCommit;
 
     /// Counts appended rows; each commit reports them as written, or fails when told to.
     struct Counter {

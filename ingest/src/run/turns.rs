@@ -10,7 +10,7 @@ use whyslow_schemas::Table;
 
 use super::RowSink;
 use crate::decode::Format;
-use crate::store::{CommitStats, StoreError, StoreWriter};
+use whyslow_store::{CommitStats, StoreError, StoreWriter};
 
 /// How long a commit waits for the writer another process holds for its own commit.
 pub const LOCK_PATIENCE: Duration = Duration::from_secs(120);
@@ -57,9 +57,9 @@ impl RowSink for TurnTakingSink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Store;
     use arrow::array::{ArrayRef, new_null_array};
     use std::sync::Arc;
+    use whyslow_store::Store;
 
     /// One events row with every column null but the ones the store needs.
     fn one_event(id: &str) -> RecordBatch {

@@ -1,7 +1,7 @@
 //! The worker's side of the live analysis: a commit observer is told about every store
 //! commit (the live analyzers, which publish what they conclude, are in `analyzers`).
 
-use crate::store::Store;
+use whyslow_store::Store;
 
 /// What one store commit of the worker held.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -62,9 +62,9 @@ impl TopicSpec {
 }
 
 /// Parses a duration such as `500ms`, `1s`, `2m30s`, `90min`, `1h` (the syntax of
-/// [`crate::time::parse_duration_ns`], which relative times use too).
+/// [`whyslow_schemas::time::parse_duration_ns`], which relative times use too).
 pub fn parse_duration(s: &str) -> Result<Duration, OptionError> {
-    crate::time::parse_duration_ns(s)
+    whyslow_schemas::time::parse_duration_ns(s)
         .and_then(|ns| u64::try_from(ns).ok())
         .map(Duration::from_nanos)
         .ok_or_else(|| OptionError::Duration(s.to_string()))

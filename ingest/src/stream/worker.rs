@@ -29,7 +29,7 @@ use super::incidents::{CommitObserver, Committed};
 use super::options::StreamOptions;
 use super::telemetry::{PartitionLabels, Telemetry, TopicLabels};
 use crate::decode::{Decoder, Format};
-use crate::store::{KafkaOffset, StoreError, StoreWriter};
+use whyslow_store::{KafkaOffset, StoreError, StoreWriter};
 
 /// What a worker did before it stopped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -171,7 +171,7 @@ impl ConsumerContext for WorkerContext {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
                 let mut p = lock(&self.pipeline);
                 // Another worker may have committed these partitions since we last looked.
-                let stored = match crate::store::Store::open(&p.root) {
+                let stored = match whyslow_store::Store::open(&p.root) {
                     Ok(fresh) => fresh.kafka_offsets(),
                     Err(e) => {
                         error!("Could not re-read the store before an assignment: {e}.");

@@ -11,9 +11,9 @@ use arrow::datatypes::{Float64Type, Int32Type, Int64Type};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use whyslow_ingest::Format;
 use whyslow_ingest::run::{IngestOptions, IngestSummary, ingest};
-use whyslow_ingest::store::Store;
 use whyslow_schemas::Table;
 use whyslow_schemas::tables::{StoredTime, stored_to_ns};
+use whyslow_store::Store;
 
 /// Ingests `paths` into the store at `store` and checks that the summary balances.
 pub fn run(store: &Path, paths: &[&Path], format: Format) -> IngestSummary {

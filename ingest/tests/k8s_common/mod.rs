@@ -212,5 +212,5 @@ pub fn decode_sample(rel: &str) -> Decoded {
 
 /// RFC 3339 → ns.
 pub fn ns(s: &str) -> i64 {
-    whyslow_ingest::time::parse_rfc3339(s).unwrap()
+    whyslow_schemas::time::parse_rfc3339(s).unwrap()
 }

@@ -12,7 +12,7 @@ use super::objects::{
 };
 use super::reasons::{KUBERNETES, NPD, snake_case};
 use super::row::{Attrs, K8sError, Row, opt_time, read_time};
-use crate::time::Nanos;
+use whyslow_schemas::time::Nanos;
 
 fn id_base(prefix: &str, meta: &Meta<'_>) -> String {
     match text(&meta.uid) {

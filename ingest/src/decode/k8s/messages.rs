@@ -84,7 +84,7 @@ pub fn image_pulled(msg: &str, attrs: &mut Attrs) {
         return;
     };
     if let Some(w) = word_after(rest, " in ")
-        && let Some(secs) = crate::time::parse_go_duration_secs(w)
+        && let Some(secs) = whyslow_schemas::time::parse_go_duration_secs(w)
     {
         attrs.push(
             "pull_seconds",
@@ -108,7 +108,7 @@ pub fn kueue_queue_and_wait(msg: &str, attrs: &mut Attrs) {
         "wait time since reservation was ",
     ] {
         if let Some(w) = word_after(msg, marker)
-            && let Some(secs) = crate::time::parse_go_duration_secs(w)
+            && let Some(secs) = whyslow_schemas::time::parse_go_duration_secs(w)
         {
             attrs.push("wait_seconds", fmt_seconds(secs));
         }

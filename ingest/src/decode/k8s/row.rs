@@ -8,7 +8,7 @@ use whyslow_schemas::builders::{EventRow, Scope};
 use whyslow_schemas::{EventsBuilder, Layer, Severity};
 
 use super::objects::Text;
-use crate::time::{self, Nanos};
+use whyslow_schemas::time::{self, Nanos};
 
 /// Why a record cannot be read: one sentence, stored in `dead_letters.error`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -4,7 +4,7 @@
 //! `dmesg -T`, plain `dmesg`, raw `/dev/kmsg` records). `journalctl -o json` is in
 //! [`super::journal`].
 
-use crate::time::{self, Nanos};
+use whyslow_schemas::time::{self, Nanos};
 
 /// When a line says it happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -369,7 +369,7 @@ fn skip_structured_data(s: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::format_rfc3339;
+    use whyslow_schemas::time::format_rfc3339;
 
     fn at(f: &Framed<'_>) -> String {
         match f.when {

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use crate::time::{JsonTime, Nanos};
+use whyslow_schemas::time::{JsonTime, Nanos};
 
 #[derive(Deserialize)]
 struct Record<'a> {

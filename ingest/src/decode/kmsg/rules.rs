@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use whyslow_schemas::Severity;
 
-use crate::decode::nvidia::{XidCategory, xid_info};
+use whyslow_schemas::nvidia::{XidCategory, xid_info};
 
 /// A recognized message.
 #[derive(Debug, Clone, PartialEq)]

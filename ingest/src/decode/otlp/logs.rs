@@ -22,7 +22,7 @@ use serde::Serialize;
 use super::attrs::{self, text_of};
 use crate::decode::auto::detect_record_strict;
 use crate::decode::{Format, Hints};
-use crate::time::{self, Nanos};
+use whyslow_schemas::time::{self, Nanos};
 
 /// The hints of one resource: its node, namespace, pod and cluster over `base`.
 pub fn resource_hints(resource: &[KeyValue], base: &Hints) -> Hints {

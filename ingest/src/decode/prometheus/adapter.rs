@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde::de::{MapAccess, Visitor};
 
 use super::text::{Sample, parse_value};
-use crate::time;
+use whyslow_schemas::time;
 
 #[derive(Deserialize)]
 struct Record<'a> {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use whyslow_schemas::Severity;
 
-use crate::decode::nvidia::{self, ThrottleReasons, XidInfo};
+use whyslow_schemas::nvidia::{self, ThrottleReasons, XidInfo};
 
 /// The series kept per stream at most; past it the memory starts over (a change may then
 /// be reported twice, never missed).

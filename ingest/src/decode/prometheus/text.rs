@@ -4,7 +4,7 @@
 //! Names and unescaped label values are copied into one reusable buffer, so parsing a
 //! line allocates nothing once the buffers have grown.
 
-use crate::time::{self, Nanos};
+use whyslow_schemas::time::{self, Nanos};
 
 /// Why a line is not a sample or a comment, and the byte where reading stopped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -4,8 +4,8 @@
 mod store_common;
 
 use store_common::*;
-use whyslow_ingest::store::{Store, StoreWriter};
 use whyslow_schemas::Table;
+use whyslow_store::{Store, StoreWriter};
 
 #[test]
 fn appends_and_a_replacement_land_in_one_log_entry() {

@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use store_common::*;
-use whyslow_ingest::store::{KafkaOffset, Store, StoreWriter, WriterOptions};
 use whyslow_schemas::Table;
+use whyslow_store::{KafkaOffset, Store, StoreWriter, WriterOptions};
 
 const ENV_ROOT: &str = "WHYSLOW_STORE_CRASH_ROOT";
 const ENV_RESUME: &str = "WHYSLOW_STORE_CRASH_RESUME";

@@ -7,8 +7,8 @@ mod store_common;
 use std::process::Command;
 
 use store_common::*;
-use whyslow_ingest::store::{Store, StoreWriter};
 use whyslow_schemas::Table;
+use whyslow_store::{Store, StoreWriter};
 
 const SCRIPT: &str = r#"
 import sys, json

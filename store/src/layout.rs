@@ -61,7 +61,7 @@ mod tests {
     use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 
     use super::*;
-    use crate::store::StoreWriter;
+    use crate::StoreWriter;
 
     #[test]
     fn a_store_of_todays_segments_passes() {

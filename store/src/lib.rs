@@ -20,7 +20,7 @@ mod fsio;
 mod keys;
 pub mod layout;
 mod log;
-pub(crate) mod segment;
+pub mod segment;
 mod sidecar;
 mod writer;
 

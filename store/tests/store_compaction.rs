@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray, TimestampMicrosecondArray};
 use store_common::*;
-use whyslow_ingest::store::{Store, StoreWriter, WriterOptions};
 use whyslow_schemas::Table;
+use whyslow_store::{Store, StoreWriter, WriterOptions};
 
 fn manual() -> WriterOptions {
     WriterOptions {

@@ -1,4 +1,5 @@
-//! Time parsing shared by decoders: RFC 3339 and epoch numbers into UTC nanoseconds.
+//! Time parsing shared by decoders and query parameters: RFC 3339, log prefixes and epoch
+//! numbers into UTC nanoseconds.
 
 use chrono::{DateTime, NaiveDateTime};
 

@@ -9,11 +9,11 @@ use std::fs::File;
 use arrow::array::RecordBatch;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use whyslow_ingest::store::Store;
 use whyslow_schemas::builders::{EventRow, MetricRow, Scope};
 use whyslow_schemas::{
     DeadLetter, DeadLetterBuilder, EventsBuilder, Layer, MetricsBuilder, Origin, Severity, Table,
 };
+use whyslow_store::Store;
 
 /// 2026-11-29T00:00:00Z.
 pub const BASE_NS: i64 = 1_795_910_400_000_000_000;

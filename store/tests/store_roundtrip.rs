@@ -8,8 +8,8 @@ use arrow::array::Array;
 use parquet::basic::Compression;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use store_common::*;
-use whyslow_ingest::store::{KafkaOffset, Store, StoreError, StoreWriter};
 use whyslow_schemas::Table;
+use whyslow_store::{KafkaOffset, Store, StoreError, StoreWriter};
 
 const DAY_NS: i64 = 86_400_000_000_000;
 

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use whyslow_schemas::Severity;
+use crate::Severity;
 
 /// The group a code belongs to; the names line up with the infrastructure causes of
 /// `contracts/causes.md` (`gpu_failure`, `gpu_memory_error`, `nvlink_error`), plus
