@@ -158,6 +158,43 @@ fn bad_usage_exits_2_and_unreadable_inputs_exit_1() {
     );
 }
 
+/// A store URL of a kind the store cannot use (object storage, HDFS) is refused in one
+/// sentence by every command, and nothing is created: no local `s3:` directory.
+#[test]
+fn a_store_url_it_cannot_use_is_refused_and_nothing_is_created() {
+    let cwd = tempfile::tempdir().unwrap();
+    let input = cwd.path().join("in.jsonl");
+    std::fs::write(&input, generate(10, 0).0).unwrap();
+    for location in ["s3://bucket/prefix", "gs://bucket/prefix", "hdfs://nn/x"] {
+        for args in [
+            vec!["ingest", "--format", "envelope", "in.jsonl"],
+            vec!["sql", "SELECT count(*) FROM events"],
+            vec!["report"],
+            vec!["replay"],
+        ] {
+            let out = whyslow(Path::new(location))
+                .args(&args)
+                .current_dir(cwd.path())
+                .output()
+                .unwrap();
+            let err = text(&out.stderr);
+            assert!(!out.status.success(), "{location} {args:?}: {err}");
+            assert_eq!(err.lines().count(), 1, "one sentence: {err}");
+            assert!(err.contains(location), "{err}");
+            assert!(err.contains("URL"), "says why: {err}");
+            let left: Vec<_> = std::fs::read_dir(cwd.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(
+                left,
+                [std::ffi::OsString::from("in.jsonl")],
+                "{location} {args:?}"
+            );
+        }
+    }
+}
+
 fn log_entries(store: &Path) -> usize {
     std::fs::read_dir(store.join("_log"))
         .map(|rd| {

@@ -42,7 +42,8 @@ pub async fn analyze_store(store: &Path, selection: &Selection) -> Result<(Repor
 
 /// `whyslow report`.
 pub async fn run_report(req: &ReportRequest) -> Result<()> {
-    if !req.store.exists() {
+    // A location that is no directory (a URL) is refused by the store when opened.
+    if whyslow_store::local_root(&req.store).is_ok_and(|root| !root.exists()) {
         return Err(AnalyzeError::NoStore {
             path: req.store.display().to_string(),
         });

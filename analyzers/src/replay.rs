@@ -197,7 +197,8 @@ pub struct ReplaySummary {
 
 /// Runs `whyslow replay`.
 pub async fn replay(req: &ReplayRequest) -> Result<ReplaySummary, ReplayError> {
-    if !req.store.exists() {
+    // A location that is no directory (a URL) is refused by the store when opened.
+    if whyslow_store::local_root(&req.store).is_ok_and(|root| !root.exists()) {
         return Err(ReplayError::NoStore(req.store.clone()));
     }
     let mut summary = ReplaySummary::default();

@@ -19,6 +19,7 @@
 mod fsio;
 mod keys;
 pub mod layout;
+mod location;
 mod log;
 pub mod segment;
 mod sidecar;
@@ -29,6 +30,7 @@ use std::path::{Path, PathBuf};
 
 use whyslow_schemas::Table;
 
+pub use location::local_root;
 pub use log::KafkaOffset;
 pub use writer::{CommitStats, CompactStats, StoreWriter, TableCommit, WriterOptions};
 
@@ -85,6 +87,18 @@ pub enum StoreError {
         path: PathBuf,
         /// The first column found with an older type.
         detail: String,
+    },
+    /// The store location is a URL of a kind this store cannot keep its files in.
+    #[error(
+        "store location '{location}' is a {scheme}:// URL, which this store cannot use: it \
+         keeps its tables in a local directory (or a shared POSIX mount); give a path \
+         (nothing was created)"
+    )]
+    UnsupportedLocation {
+        /// The location as given.
+        location: String,
+        /// Its URL scheme.
+        scheme: String,
     },
     /// Another process holds the writer lock.
     #[error("store {path} is locked by another writer (lock file {path}/_lock)")]
@@ -160,6 +174,7 @@ pub struct Store {
 impl Store {
     /// Reads the committed state of the store at `root`; a missing directory is an empty store.
     pub fn open(root: &Path) -> Result<Store, StoreError> {
+        let root = &location::local_root(root)?;
         let root = std::path::absolute(root).map_err(|e| StoreError::io("resolve", root, e))?;
         // A writer deletes log files older than its previous checkpoint; a reader that
         // listed the log just before that finds a file gone and simply reads again.

@@ -136,6 +136,7 @@ impl StoreWriter {
     /// writer left behind (temp files, segments no log entry made visible) and removed
     /// files whose retention has passed.
     pub fn open_with(root: &Path, options: WriterOptions) -> Result<StoreWriter, StoreError> {
+        let root = &super::location::local_root(root)?;
         let root = std::path::absolute(root).map_err(|e| StoreError::io("resolve", root, e))?;
         fsio::create_dir_durable(&root)?;
         let lock_path = root.join(LOCK_FILE);

@@ -73,7 +73,11 @@ pub enum SlurmError {
 /// The most bytes one record (a line of a file, a whole Kafka message) may write: each row
 /// carries its line's text, so a long line naming a large hostlist is copied (and hashed)
 /// once per node. A real allocation of 65,536 nodes with a 200-byte line writes about 14 MB.
+#[cfg(not(fuzzing))]
 pub const MAX_RECORD_OUTPUT_BYTES: usize = 64 * 1024 * 1024;
+/// Under the fuzzer, in step with its smaller hostlist caps (see `hostlist::MAX_NODES`).
+#[cfg(fuzzing)]
+pub const MAX_RECORD_OUTPUT_BYTES: usize = 1024 * 1024;
 
 /// The bytes the rows of `drafts` would write with `message` as their text, counted
 /// before anything is written.

@@ -2,12 +2,21 @@
 //! node names.
 
 /// The most nodes one expression may expand to; more is not a real cluster.
+#[cfg(not(fuzzing))]
 pub const MAX_NODES: usize = 65_536;
+/// Under the fuzzer (`cargo fuzz` sets `cfg(fuzzing)`) the caps are smaller, so that the
+/// same refusals are reached by inputs a fuzzer makes and each run costs little.
+#[cfg(fuzzing)]
+pub const MAX_NODES: usize = 1_024;
 
 /// The most bytes of node names one expression may expand to (64 bytes for each of
 /// [`MAX_NODES`] nodes): long prefixes or zero-padded numbers multiplied by a range must
 /// not turn a short line into gigabytes. Checked before anything is allocated.
+#[cfg(not(fuzzing))]
 pub const MAX_BYTES: usize = 4 * 1024 * 1024;
+/// Under the fuzzer: 64 bytes for each of its [`MAX_NODES`].
+#[cfg(fuzzing)]
+pub const MAX_BYTES: usize = 64 * 1024;
 
 /// A hostlist that could not be expanded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
