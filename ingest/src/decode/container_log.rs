@@ -29,8 +29,9 @@ use crate::decode::{Decoder, Format, Hints, MAX_RECORD_BYTES, Origin, Output};
 use whyslow_schemas::time::{self, Nanos};
 
 pub use framework_lines::{EventFinding, Finding, MetricFinding, classify, source};
-pub use pod_names::{owner_from_pod_name, pod_from_file_name, scope_from_path};
+pub use pod_names::{pod_from_file_name, scope_from_path};
 use traceback::{Feed, Traceback};
+use whyslow_schemas::kubernetes::owner_from_pod_name;
 
 /// How a row's time was found (`attrs`/`labels` key `time_from`, absent when the line
 /// carried its own).

@@ -65,8 +65,6 @@ pub fn pod_from_file_name(path: &str) -> Option<String> {
     ok.then(|| stem.to_string())
 }
 
-pub use whyslow_schemas::kubernetes::owner_from_pod_name;
-
 /// The workload named by pod labels (Fluent Bit / Vector `kubernetes.labels`), most
 /// specific first.
 pub const WORKLOAD_LABELS: [&str; 6] = [
