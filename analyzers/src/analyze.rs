@@ -144,7 +144,7 @@ pub async fn analyze(
     let saves = read_saves(ctx, &params).await?;
     clock.lap("saves");
     let serving_workloads = serving::read_serving_workloads(ctx, &params).await?;
-    let serving_series = serving::read_serving_series(ctx, &params).await?;
+    let (serving_series, serving_replicas) = serving::read_serving_series(ctx, &params).await?;
     clock.lap("serving series");
 
     let mut found: Vec<Symptom> = Vec::new();
@@ -371,7 +371,11 @@ pub async fn analyze(
         marks.extend(after);
         marks.sort_by(|a, b| (a.time_ns, &a.event_id).cmp(&(b.time_ns, &b.event_id)));
         marks.dedup_by(|a, b| a.event_id == b.event_id);
-        let (nodes, pods) = nodes_and_pods(&id, &scope);
+        let (nodes, mut pods) = nodes_and_pods(&id, &scope);
+        if pods.is_empty() {
+            let workload = (s.key.namespace.clone(), s.key.workload.clone());
+            pods = serving::replicas_during(&serving_replicas, &workload, s.start_ns, s.end_ns);
+        }
         findings.push(Finding {
             slowdown_id: id,
             symptom: s,

@@ -118,6 +118,8 @@ fn a_regression_seen_only_in_router_request_lines() {
     // The p95 observed against the p95 the load explains: the 2.2 times of the lines.
     let ratio = s.observed.unwrap() / s.baseline.unwrap();
     assert!((1.9..=2.5).contains(&ratio), "{s:#?}");
+    // No placement event names the replica: the series that showed the regression do.
+    assert_eq!(s.pods, ["tgi-llama-7d9f5c6b8d-x2k4p"], "{s:#?}");
     // Nothing else in the log: the verdict says so rather than guessing.
     assert_eq!(s.causes[0].cause, "unknown", "{s:#?}");
 }

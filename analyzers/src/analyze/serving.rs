@@ -34,12 +34,20 @@ pub async fn read_serving_workloads(
     Ok(out)
 }
 
-/// Each serving workload's series (whyslow names), its replicas combined.
+/// The replicas (pods) of each serving workload that reported series, each with the
+/// first and last bucket it reported in.
+pub type Replicas = BTreeMap<WorkloadName, BTreeMap<String, (i64, i64)>>;
+
+/// Each serving workload's series (whyslow names), its replicas combined; and the replicas.
 pub async fn read_serving_series(
     ctx: &SessionContext,
     params: &Params,
-) -> Result<BTreeMap<WorkloadName, BTreeMap<String, Vec<Point>>>> {
+) -> Result<(
+    BTreeMap<WorkloadName, BTreeMap<String, Vec<Point>>>,
+    Replicas,
+)> {
     let mut rows: BTreeMap<WorkloadName, BTreeMap<String, Vec<ReplicaSample>>> = BTreeMap::new();
+    let mut replicas = Replicas::new();
     let file = q::SERVING_SERIES.path;
     for b in sql::collect(ctx, q::SERVING_SERIES, params).await? {
         let c = Columns::new(&b, file);
@@ -54,6 +62,14 @@ pub async fn read_serving_series(
             let (Some(m), Some(t), Some(v)) = (&metric[i], time[i], value[i]) else {
                 continue;
             };
+            if let Some(p) = &pod[i] {
+                let seen = replicas
+                    .entry((ns[i].clone(), w[i].clone()))
+                    .or_default()
+                    .entry(p.clone())
+                    .or_insert((t, t));
+                *seen = (seen.0.min(t), seen.1.max(t));
+            }
             rows.entry((ns[i].clone(), w[i].clone()))
                 .or_default()
                 .entry(m.clone())
@@ -65,10 +81,29 @@ pub async fn read_serving_series(
                 });
         }
     }
-    Ok(rows
+    let series = rows
         .into_iter()
         .map(|(wk, metrics)| (wk, combine_replicas(&metrics)))
-        .collect())
+        .collect();
+    Ok((series, replicas))
+}
+
+/// The replicas of `workload` that reported in `[start_ns, end_ns]` (a bucket starting up
+/// to one bucket before `start_ns` counts): the pods a serving slowdown names when no
+/// placement event says where the workload ran (router logs or scrapes alone).
+pub fn replicas_during(
+    replicas: &Replicas,
+    workload: &WorkloadName,
+    start_ns: i64,
+    end_ns: i64,
+) -> Vec<String> {
+    replicas
+        .get(workload)
+        .into_iter()
+        .flatten()
+        .filter(|(_, (first, last))| *first <= end_ns && *last + SERVING_BUCKET_NS > start_ns)
+        .map(|(pod, _)| pod.clone())
+        .collect()
 }
 
 /// One workload's series from its replicas': each latency's p95 pooled over the replicas'
