@@ -16,6 +16,7 @@
 //! log entries appear atomically (temp file, fsync, link), so a crash at any point leaves
 //! the previous state, and files nobody references are orphans the writer deletes.
 
+pub mod delta;
 mod fsio;
 mod keys;
 pub mod layout;
@@ -99,6 +100,15 @@ pub enum StoreError {
         location: String,
         /// Its URL scheme.
         scheme: String,
+    },
+    /// delta-rs failed to read or commit a table's Delta log.
+    #[error("Delta table {path}: {source}")]
+    Delta {
+        /// The table directory.
+        path: PathBuf,
+        /// delta-rs' error.
+        #[source]
+        source: Box<deltalake_core::DeltaTableError>,
     },
     /// Another process holds the writer lock.
     #[error("store {path} is locked by another writer (lock file {path}/_lock)")]

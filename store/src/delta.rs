@@ -1,0 +1,287 @@
+//! The store's tables as Delta Lake tables, written and read with delta-rs: one table per
+//! table of `contracts/tables.md` under `<root>/<table>/`, partitioned by `date` as the
+//! segments are; each committed segment is an `add` action whose tags carry what the
+//! store needs beside the rows (its dedupe-key file, row count and time range), and Kafka
+//! offsets are application transactions (`txn`) in the same commit as their rows.
+//!
+//! delta-rs is asynchronous; this store is called from plain threads (the batch runner)
+//! and from `spawn_blocking` (the stream worker), so it drives delta-rs on a runtime of
+//! its own.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, Schema};
+use deltalake_core::kernel::engine::arrow_conversion::TryIntoKernel;
+use deltalake_core::kernel::transaction::{CommitBuilder, CommitProperties};
+use deltalake_core::kernel::{Action, Add, StructType, Transaction};
+use deltalake_core::protocol::{DeltaOperation, SaveMode};
+use deltalake_core::{DeltaTable, DeltaTableError};
+use whyslow_schemas::Table;
+
+use super::{KafkaOffset, SegmentInfo, StoreError};
+
+/// The partition column: the UTC day of the table's time column, `YYYY-MM-DD`.
+pub const PARTITION_COLUMN: &str = "date";
+
+/// Tags of an `add` action (Delta keeps tags it does not know through checkpoints).
+const TAG_KEYS: &str = "whyslow.keys";
+const TAG_KEYS_BYTES: &str = "whyslow.keys_bytes";
+const TAG_MIN_TIME_NS: &str = "whyslow.min_time_ns";
+const TAG_MAX_TIME_NS: &str = "whyslow.max_time_ns";
+
+/// The application id of a Kafka topic partition's offsets.
+pub fn kafka_app_id(topic: &str, partition: i32) -> String {
+    format!("whyslow.kafka/{topic}/{partition}")
+}
+
+/// The Delta tables of one store directory.
+pub struct DeltaTables {
+    root: PathBuf,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl DeltaTables {
+    /// The tables under `root` (nothing is read or created yet).
+    pub fn new(root: &Path) -> Result<DeltaTables, StoreError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::io("start the Delta runtime for", root, e))?;
+        Ok(DeltaTables {
+            root: root.to_path_buf(),
+            runtime,
+        })
+    }
+
+    /// The directory of `table`'s Delta table.
+    pub fn table_dir(&self, table: Table) -> PathBuf {
+        self.root.join(table.name())
+    }
+
+    fn error(&self, table: Table, source: DeltaTableError) -> StoreError {
+        StoreError::Delta {
+            path: self.table_dir(table),
+            source: Box::new(source),
+        }
+    }
+
+    /// Opens `table`, creating it (schema, partition column) when it does not exist yet.
+    fn open_or_create(&self, table: Table) -> Result<DeltaTable, StoreError> {
+        let dir = self.table_dir(table);
+        std::fs::create_dir_all(&dir).map_err(|e| StoreError::io("create", &dir, e))?;
+        let err = |e| self.error(table, e);
+        self.runtime.block_on(async {
+            let url = deltalake_core::ensure_table_uri(dir.to_string_lossy()).map_err(err)?;
+            let existing = DeltaTable::try_from_url(url).await.map_err(err)?;
+            if existing.version().is_some() {
+                return Ok(existing);
+            }
+            let schema = delta_schema(table).map_err(err)?;
+            let partitions: Vec<&str> = table
+                .time_column()
+                .map(|_| PARTITION_COLUMN)
+                .into_iter()
+                .collect();
+            match existing
+                .create()
+                .with_columns(schema.fields().cloned())
+                .with_partition_columns(partitions)
+                .with_save_mode(SaveMode::Ignore)
+                .await
+            {
+                Ok(created) => Ok(created),
+                // Another writer created it first: read theirs.
+                Err(_) => {
+                    let mut t = existing;
+                    t.load().await.map_err(err)?;
+                    Ok(t)
+                }
+            }
+        })
+    }
+
+    /// Commits `segments` (already written under the table's directory) to `table` in one
+    /// Delta commit, with `offsets` as application transactions; returns the new version.
+    pub fn commit(
+        &self,
+        table: Table,
+        segments: &[SegmentInfo],
+        offsets: &[KafkaOffset],
+    ) -> Result<u64, StoreError> {
+        let mut delta = self.open_or_create(table)?;
+        let dir = self.table_dir(table);
+        let mut actions = Vec::with_capacity(segments.len());
+        for s in segments {
+            actions.push(Action::Add(add_action(&dir, s)?));
+        }
+        let txns = offsets
+            .iter()
+            .map(|o| Transaction::new(kafka_app_id(&o.topic, o.partition), o.next_offset))
+            .collect();
+        let err = |e| self.error(table, e);
+        self.runtime.block_on(async {
+            let snapshot = delta.snapshot().map_err(err)?;
+            let operation = DeltaOperation::Write {
+                mode: SaveMode::Append,
+                partition_by: Some(snapshot.metadata().partition_columns().to_vec()),
+                predicate: None,
+            };
+            let done = CommitBuilder::from(
+                CommitProperties::default().with_application_transactions(txns),
+            )
+            .with_actions(actions)
+            .build(Some(snapshot), delta.log_store(), operation)
+            .await
+            .map_err(err)?;
+            let version = done.version();
+            delta.state = Some(done.snapshot());
+            Ok(version)
+        })
+    }
+
+    /// The segments `table` holds now, as its Delta log says (empty when it has no table).
+    pub fn segments(&self, table: Table) -> Result<Vec<SegmentInfo>, StoreError> {
+        let Some(delta) = self.open(table)? else {
+            return Ok(Vec::new());
+        };
+        let dir = self.table_dir(table);
+        let snapshot = delta.snapshot().map_err(|e| self.error(table, e))?;
+        let mut out = Vec::new();
+        for file in snapshot.log_data() {
+            // The tags are only reachable through the whole action in delta-rs 1.1.
+            #[allow(deprecated)]
+            let add = file.add_action();
+            out.push(segment_info(&dir, table, &add)?);
+        }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(out)
+    }
+
+    /// The next offset of a Kafka topic partition recorded in `table`, if any.
+    pub fn offset(
+        &self,
+        table: Table,
+        topic: &str,
+        partition: i32,
+    ) -> Result<Option<i64>, StoreError> {
+        let Some(delta) = self.open(table)? else {
+            return Ok(None);
+        };
+        let err = |e| self.error(table, e);
+        self.runtime.block_on(async {
+            let snapshot = delta.snapshot().map_err(err)?;
+            snapshot
+                .transaction_version(delta.log_store().as_ref(), kafka_app_id(topic, partition))
+                .await
+                .map_err(err)
+        })
+    }
+
+    fn open(&self, table: Table) -> Result<Option<DeltaTable>, StoreError> {
+        let dir = self.table_dir(table);
+        if !dir.join("_delta_log").is_dir() {
+            return Ok(None);
+        }
+        let err = |e| self.error(table, e);
+        self.runtime.block_on(async {
+            let url = deltalake_core::ensure_table_uri(dir.to_string_lossy()).map_err(err)?;
+            let t = DeltaTable::try_from_url(url).await.map_err(err)?;
+            Ok(t.version().is_some().then_some(t))
+        })
+    }
+}
+
+/// The Delta schema of `table`: its Arrow schema, plus the partition column.
+fn delta_schema(table: Table) -> Result<StructType, DeltaTableError> {
+    let arrow = table.schema();
+    let mut fields: Vec<Arc<Field>> = arrow.fields().iter().cloned().collect();
+    if table.time_column().is_some() {
+        fields.push(Arc::new(Field::new(PARTITION_COLUMN, DataType::Utf8, true)));
+    }
+    let schema = Schema::new(fields);
+    Ok((&schema).try_into_kernel()?)
+}
+
+/// `path` relative to the table directory `dir`, as Delta names files.
+fn relative(dir: &Path, path: &Path) -> Result<String, StoreError> {
+    path.strip_prefix(dir)
+        .ok()
+        .and_then(Path::to_str)
+        .map(str::to_string)
+        .ok_or_else(|| StoreError::Corrupt {
+            what: "segment",
+            path: path.to_path_buf(),
+            detail: format!("is not inside its table directory {}", dir.display()),
+        })
+}
+
+fn add_action(dir: &Path, s: &SegmentInfo) -> Result<Add, StoreError> {
+    let mut tags = HashMap::from([
+        (TAG_KEYS.to_string(), Some(relative(dir, &s.keys_path)?)),
+        (TAG_KEYS_BYTES.to_string(), Some(s.keys_bytes.to_string())),
+    ]);
+    if let (Some(lo), Some(hi)) = (s.min_time_ns, s.max_time_ns) {
+        tags.insert(TAG_MIN_TIME_NS.to_string(), Some(lo.to_string()));
+        tags.insert(TAG_MAX_TIME_NS.to_string(), Some(hi.to_string()));
+    }
+    let partition_values = s
+        .partition
+        .iter()
+        .map(|day| (PARTITION_COLUMN.to_string(), Some(day.clone())))
+        .collect();
+    Ok(Add {
+        path: relative(dir, &s.path)?,
+        partition_values,
+        size: s.bytes as i64,
+        modification_time: chrono::Utc::now().timestamp_millis(),
+        data_change: true,
+        stats: Some(format!("{{\"numRecords\":{}}}", s.rows)),
+        tags: Some(tags),
+        ..Add::default()
+    })
+}
+
+fn segment_info(dir: &Path, table: Table, add: &Add) -> Result<SegmentInfo, StoreError> {
+    let tag = |name: &str| {
+        add.tags
+            .as_ref()
+            .and_then(|t| t.get(name).cloned().flatten())
+    };
+    let number = |name: &str| tag(name).and_then(|v| v.parse::<i64>().ok());
+    let rows = add
+        .stats
+        .as_deref()
+        .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok())
+        .and_then(|v| v.get("numRecords").and_then(serde_json::Value::as_u64))
+        .unwrap_or(0);
+    let keys = tag(TAG_KEYS).unwrap_or_default();
+    if !super::log::is_inside_store(&add.path)
+        || (!keys.is_empty() && !super::log::is_inside_store(&keys))
+    {
+        return Err(StoreError::Corrupt {
+            what: "Delta log",
+            path: dir.join("_delta_log"),
+            detail: format!(
+                "names the path '{}', which is not inside the table",
+                add.path
+            ),
+        });
+    }
+    Ok(SegmentInfo {
+        path: dir.join(&add.path),
+        table,
+        rows,
+        bytes: add.size.max(0) as u64,
+        min_time_ns: number(TAG_MIN_TIME_NS),
+        max_time_ns: number(TAG_MAX_TIME_NS),
+        partition: add
+            .partition_values
+            .get(PARTITION_COLUMN)
+            .cloned()
+            .flatten(),
+        keys_path: dir.join(keys),
+        keys_bytes: number(TAG_KEYS_BYTES).unwrap_or(0).max(0) as u64,
+    })
+}

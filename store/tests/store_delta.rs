@@ -1,0 +1,134 @@
+//! Segments committed to a table's Delta log come back from it as they went in (paths,
+//! partitions, rows, dedupe-key files, time ranges), Kafka offsets come back as the
+//! table's application transactions, and outside Delta readers (Python `deltalake`,
+//! Polars) count the same rows and sums as the store. The Python part needs `deltalake`
+//! and `polars` from PyPI; set `WHYSLOW_SKIP_PYTHON=1` to skip it.
+
+mod store_common;
+
+use std::process::Command;
+
+use store_common::*;
+use whyslow_schemas::Table;
+use whyslow_store::delta::DeltaTables;
+use whyslow_store::{KafkaOffset, Store, StoreWriter};
+
+const SCRIPT: &str = r#"
+import sys, json
+from deltalake import DeltaTable
+import polars as pl
+t = DeltaTable(sys.argv[1])
+a = t.to_pyarrow_table()
+df = pl.read_delta(sys.argv[1])
+print(json.dumps({
+    "version": t.version(),
+    "partitions": t.metadata().partition_columns,
+    "deltalake_rows": a.num_rows,
+    "deltalake_value_sum": round(sum(a.column("value").to_pylist()), 6),
+    "polars_rows": df.height,
+    "polars_value_sum": round(df["value"].sum(), 6),
+    "polars_days": sorted(df["date"].unique().to_list()),
+}))
+"#;
+
+fn offset(topic: &str, partition: i32, next_offset: i64) -> KafkaOffset {
+    KafkaOffset {
+        topic: topic.into(),
+        partition,
+        next_offset,
+    }
+}
+
+#[test]
+fn segments_and_offsets_round_trip_through_the_delta_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = StoreWriter::open(dir.path()).unwrap();
+    w.append(Table::Metrics, metrics(0..6_000, BASE_NS))
+        .unwrap();
+    w.append(Table::Events, events(0..200, 3_600_000_000_000, BASE_NS))
+        .unwrap();
+    w.commit(&[]).unwrap();
+    w.append(Table::Metrics, metrics(6_000..9_000, BASE_NS))
+        .unwrap();
+    w.commit(&[]).unwrap();
+    drop(w);
+    let store = Store::open(dir.path()).unwrap();
+    let delta = DeltaTables::new(dir.path()).unwrap();
+
+    let mut segments = store.segments(Table::Metrics);
+    assert!(segments.len() >= 2, "{segments:#?}");
+    let (first, rest) = segments.split_at(1);
+    let v0 = delta
+        .commit(Table::Metrics, first, &[offset("dcgm", 0, 100)])
+        .unwrap();
+    let v1 = delta
+        .commit(
+            Table::Metrics,
+            rest,
+            &[offset("dcgm", 0, 250), offset("dcgm", 1, 7)],
+        )
+        .unwrap();
+    assert_eq!(v1, v0 + 1);
+    let mut back = delta.segments(Table::Metrics).unwrap();
+    segments.sort_by(|a, b| a.path.cmp(&b.path));
+    back.sort_by(|a, b| a.path.cmp(&b.path));
+    assert_eq!(back, segments);
+    assert_eq!(delta.offset(Table::Metrics, "dcgm", 0).unwrap(), Some(250));
+    assert_eq!(delta.offset(Table::Metrics, "dcgm", 1).unwrap(), Some(7));
+    assert_eq!(delta.offset(Table::Metrics, "dcgm", 2).unwrap(), None);
+    // A table never committed to Delta has neither segments nor offsets.
+    assert_eq!(delta.segments(Table::Causes).unwrap(), []);
+    assert_eq!(delta.offset(Table::Causes, "dcgm", 0).unwrap(), None);
+
+    if std::env::var("WHYSLOW_SKIP_PYTHON").is_ok_and(|v| v == "1") {
+        eprintln!("outside readers skipped: WHYSLOW_SKIP_PYTHON=1");
+        return;
+    }
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(SCRIPT)
+        .arg(delta.table_dir(Table::Metrics))
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "python deltalake/polars failed (pip install deltalake polars): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = store.rows(Table::Metrics);
+    let sum = value_sum(&read_table(&store, Table::Metrics));
+    assert_eq!(v["version"], v1, "{v}");
+    assert_eq!(v["partitions"], serde_json::json!(["date"]), "{v}");
+    assert_eq!(v["deltalake_rows"], rows, "{v}");
+    assert_eq!(v["polars_rows"], rows, "{v}");
+    for reader in ["deltalake_value_sum", "polars_value_sum"] {
+        let got = v[reader].as_f64().unwrap();
+        assert!(
+            (got - sum).abs() < 1e-6 * sum.abs().max(1.0),
+            "{reader}: {v}"
+        );
+    }
+    let days: Vec<String> = segments
+        .iter()
+        .filter_map(|s| s.partition.clone())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(v["polars_days"], serde_json::json!(days), "{v}");
+}
+
+fn value_sum(batches: &[arrow::array::RecordBatch]) -> f64 {
+    let mut sum = 0.0;
+    for b in batches {
+        let col = b
+            .column_by_name("value")
+            .expect("metrics have a value column");
+        let values = col
+            .as_any()
+            .downcast_ref::<arrow::array::Float64Array>()
+            .expect("value is Float64");
+        sum += values.iter().flatten().sum::<f64>();
+    }
+    (sum * 1e6).round() / 1e6
+}
