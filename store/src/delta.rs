@@ -15,7 +15,7 @@ use std::sync::Arc;
 use arrow::datatypes::{DataType, Field, Schema};
 use deltalake_core::kernel::engine::arrow_conversion::TryIntoKernel;
 use deltalake_core::kernel::transaction::{CommitBuilder, CommitProperties};
-use deltalake_core::kernel::{Action, Add, StructType, Transaction};
+use deltalake_core::kernel::{Action, Add, Remove, StructType, Transaction};
 use deltalake_core::protocol::{DeltaOperation, SaveMode};
 use deltalake_core::{DeltaTable, DeltaTableError};
 use whyslow_schemas::Table;
@@ -139,6 +139,68 @@ impl DeltaTables {
             delta.state = Some(done.snapshot());
             Ok(version)
         })
+    }
+
+    /// Commits a compaction of `table`: `removed` segments give way to `added` ones holding
+    /// the same rows, in one commit (`data_change: false`, so streaming readers of the
+    /// table skip it); returns the new version. One compactor per table: delta-rs does not
+    /// detect two compactions removing the same file.
+    pub fn compact(
+        &self,
+        table: Table,
+        removed: &[SegmentInfo],
+        added: &[SegmentInfo],
+    ) -> Result<u64, StoreError> {
+        let mut delta = self.open_or_create(table)?;
+        let dir = self.table_dir(table);
+        let now = chrono::Utc::now().timestamp_millis();
+        let mut actions = Vec::with_capacity(removed.len() + added.len());
+        for s in removed {
+            let add = add_action(&dir, s)?;
+            actions.push(Action::Remove(Remove {
+                path: add.path,
+                data_change: false,
+                deletion_timestamp: Some(now),
+                extended_file_metadata: Some(true),
+                partition_values: Some(add.partition_values),
+                size: Some(add.size),
+                tags: add.tags,
+                ..Remove::default()
+            }));
+        }
+        for s in added {
+            let mut add = add_action(&dir, s)?;
+            add.data_change = false;
+            actions.push(Action::Add(add));
+        }
+        let target_size = added.iter().map(|s| s.bytes as i64).max().unwrap_or(0);
+        let err = |e| self.error(table, e);
+        self.runtime.block_on(async {
+            let snapshot = delta.snapshot().map_err(err)?;
+            let operation = DeltaOperation::Optimize {
+                predicate: None,
+                target_size,
+            };
+            let done = CommitBuilder::from(CommitProperties::default())
+                .with_actions(actions)
+                .build(Some(snapshot), delta.log_store(), operation)
+                .await
+                .map_err(err)?;
+            let version = done.version();
+            delta.state = Some(done.snapshot());
+            Ok(version)
+        })
+    }
+
+    /// Writes a checkpoint of `table` at its current version, so that readers load one
+    /// Parquet file instead of replaying every commit.
+    pub fn checkpoint(&self, table: Table) -> Result<(), StoreError> {
+        let Some(delta) = self.open(table)? else {
+            return Ok(());
+        };
+        self.runtime
+            .block_on(deltalake_core::checkpoints::create_checkpoint(&delta, None))
+            .map_err(|e| self.error(table, e))
     }
 
     /// The segments `table` holds now, as its Delta log says (empty when it has no table).

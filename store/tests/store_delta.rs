@@ -11,7 +11,7 @@ use std::process::Command;
 use store_common::*;
 use whyslow_schemas::Table;
 use whyslow_store::delta::DeltaTables;
-use whyslow_store::{KafkaOffset, Store, StoreWriter};
+use whyslow_store::{KafkaOffset, Store, StoreWriter, WriterOptions};
 
 const SCRIPT: &str = r#"
 import sys, json
@@ -37,6 +37,94 @@ fn offset(topic: &str, partition: i32, next_offset: i64) -> KafkaOffset {
         partition,
         next_offset,
     }
+}
+
+fn sorted(mut segments: Vec<whyslow_store::SegmentInfo>) -> Vec<whyslow_store::SegmentInfo> {
+    segments.sort_by(|a, b| a.path.cmp(&b.path));
+    segments
+}
+
+/// Runs the outside readers on a Delta table directory; their JSON answer.
+fn outside_readers(table_dir: &std::path::Path) -> Option<serde_json::Value> {
+    if std::env::var("WHYSLOW_SKIP_PYTHON").is_ok_and(|v| v == "1") {
+        eprintln!("outside readers skipped: WHYSLOW_SKIP_PYTHON=1");
+        return None;
+    }
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(SCRIPT)
+        .arg(table_dir)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "python deltalake/polars failed (pip install deltalake polars): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+/// A compaction the store made, committed to the Delta log as one `OPTIMIZE`, then a
+/// checkpoint: the log gives the compacted segments (tags intact through the checkpoint)
+/// and outside readers count every row once right after it.
+#[test]
+fn a_compaction_and_a_checkpoint_keep_every_row_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = StoreWriter::open_with(
+        dir.path(),
+        WriterOptions {
+            auto_compact_segments: 0,
+            ..WriterOptions::default()
+        },
+    )
+    .unwrap();
+    let delta = DeltaTables::new(dir.path()).unwrap();
+    for i in 0..4 {
+        w.append(Table::Metrics, metrics(i * 1_000..(i + 1) * 1_000, BASE_NS))
+            .unwrap();
+        w.commit(&[]).unwrap();
+        let committed: Vec<_> = w.store().segments(Table::Metrics);
+        let known = delta.segments(Table::Metrics).unwrap();
+        let new: Vec<_> = committed
+            .into_iter()
+            .filter(|s| !known.contains(s))
+            .collect();
+        delta.commit(Table::Metrics, &new, &[]).unwrap();
+    }
+    let before = sorted(w.store().segments(Table::Metrics));
+    assert!(before.len() >= 4, "{before:#?}");
+    assert!(w.compact().unwrap().segments_removed >= 2);
+    let after = sorted(w.store().segments(Table::Metrics));
+    let removed: Vec<_> = before
+        .iter()
+        .filter(|s| !after.contains(s))
+        .cloned()
+        .collect();
+    let added: Vec<_> = after
+        .iter()
+        .filter(|s| !before.contains(s))
+        .cloned()
+        .collect();
+    assert!(!removed.is_empty() && !added.is_empty());
+    let version = delta.compact(Table::Metrics, &removed, &added).unwrap();
+    delta.checkpoint(Table::Metrics).unwrap();
+    assert!(
+        delta
+            .table_dir(Table::Metrics)
+            .join(format!("_delta_log/{version:020}.checkpoint.parquet"))
+            .is_file()
+    );
+    assert_eq!(sorted(delta.segments(Table::Metrics).unwrap()), after);
+
+    let store = Store::open(dir.path()).unwrap();
+    let Some(v) = outside_readers(&delta.table_dir(Table::Metrics)) else {
+        return;
+    };
+    let rows = store.rows(Table::Metrics);
+    assert_eq!(rows, 4_000);
+    assert_eq!(v["version"], version, "{v}");
+    assert_eq!(v["deltalake_rows"], rows, "{v}");
+    assert_eq!(v["polars_rows"], rows, "{v}");
 }
 
 #[test]
@@ -80,22 +168,9 @@ fn segments_and_offsets_round_trip_through_the_delta_log() {
     assert_eq!(delta.segments(Table::Causes).unwrap(), []);
     assert_eq!(delta.offset(Table::Causes, "dcgm", 0).unwrap(), None);
 
-    if std::env::var("WHYSLOW_SKIP_PYTHON").is_ok_and(|v| v == "1") {
-        eprintln!("outside readers skipped: WHYSLOW_SKIP_PYTHON=1");
+    let Some(v) = outside_readers(&delta.table_dir(Table::Metrics)) else {
         return;
-    }
-    let out = Command::new("python3")
-        .arg("-c")
-        .arg(SCRIPT)
-        .arg(delta.table_dir(Table::Metrics))
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "python deltalake/polars failed (pip install deltalake polars): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    };
     let rows = store.rows(Table::Metrics);
     let sum = value_sum(&read_table(&store, Table::Metrics));
     assert_eq!(v["version"], v1, "{v}");
