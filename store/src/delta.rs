@@ -31,6 +31,10 @@ const TAG_KEYS_BYTES: &str = "whyslow.keys_bytes";
 const TAG_MIN_TIME_NS: &str = "whyslow.min_time_ns";
 const TAG_MAX_TIME_NS: &str = "whyslow.max_time_ns";
 
+/// How many times a commit that lost the race for its version retries on the newer one
+/// (blind appends never conflict, so only the number of concurrent writers bounds this).
+const MAX_COMMIT_RETRIES: usize = 100;
+
 /// The application id of a Kafka topic partition's offsets.
 pub fn kafka_app_id(topic: &str, partition: i32) -> String {
     format!("whyslow.kafka/{topic}/{partition}")
@@ -129,7 +133,9 @@ impl DeltaTables {
                 predicate: None,
             };
             let done = CommitBuilder::from(
-                CommitProperties::default().with_application_transactions(txns),
+                CommitProperties::default()
+                    .with_application_transactions(txns)
+                    .with_max_retries(MAX_COMMIT_RETRIES),
             )
             .with_actions(actions)
             .build(Some(snapshot), delta.log_store(), operation)
@@ -181,11 +187,13 @@ impl DeltaTables {
                 predicate: None,
                 target_size,
             };
-            let done = CommitBuilder::from(CommitProperties::default())
-                .with_actions(actions)
-                .build(Some(snapshot), delta.log_store(), operation)
-                .await
-                .map_err(err)?;
+            let done = CommitBuilder::from(
+                CommitProperties::default().with_max_retries(MAX_COMMIT_RETRIES),
+            )
+            .with_actions(actions)
+            .build(Some(snapshot), delta.log_store(), operation)
+            .await
+            .map_err(err)?;
             let version = done.version();
             delta.state = Some(done.snapshot());
             Ok(version)

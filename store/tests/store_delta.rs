@@ -207,3 +207,77 @@ fn value_sum(batches: &[arrow::array::RecordBatch]) -> f64 {
     }
     (sum * 1e6).round() / 1e6
 }
+
+/// A segment as a writer would describe it (the log test needs no file behind it).
+fn fake_segment(root: &std::path::Path, writer: usize, i: usize) -> whyslow_store::SegmentInfo {
+    let dir = root.join("metrics/date=2026-11-29");
+    whyslow_store::SegmentInfo {
+        path: dir.join(format!("w{writer}-{i}.parquet")),
+        table: Table::Metrics,
+        rows: 10,
+        bytes: 1_000,
+        min_time_ns: Some(BASE_NS),
+        max_time_ns: Some(BASE_NS + 1),
+        partition: Some("2026-11-29".into()),
+        keys_path: dir.join(format!("w{writer}-{i}.keys")),
+        keys_bytes: 100,
+    }
+}
+
+/// Writers that commit to one table at the same moment (each its own delta-rs handle, as
+/// stream workers on different hosts would) take turns by Delta's optimistic concurrency:
+/// every commit lands once, each writer's offsets are its own transaction.
+#[test]
+fn concurrent_writers_each_commit_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    // The table exists before the race (creation races are a separate, rarer case).
+    DeltaTables::new(&root)
+        .unwrap()
+        .commit(Table::Metrics, &[], &[])
+        .unwrap();
+    const WRITERS: usize = 4;
+    const COMMITS: usize = 10;
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(WRITERS));
+    let handles: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let (root, barrier) = (root.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let delta = DeltaTables::new(&root).unwrap();
+                barrier.wait();
+                for i in 0..COMMITS {
+                    delta
+                        .commit(
+                            Table::Metrics,
+                            &[fake_segment(&root, w, i)],
+                            &[offset("dcgm", w as i32, (i + 1) as i64)],
+                        )
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let delta = DeltaTables::new(&root).unwrap();
+    let mut got: Vec<_> = delta
+        .segments(Table::Metrics)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.path)
+        .collect();
+    got.sort();
+    let mut want: Vec<_> = (0..WRITERS)
+        .flat_map(|w| (0..COMMITS).map(move |i| (w, i)))
+        .map(|(w, i)| fake_segment(&root, w, i).path)
+        .collect();
+    want.sort();
+    assert_eq!(got, want);
+    for w in 0..WRITERS {
+        assert_eq!(
+            delta.offset(Table::Metrics, "dcgm", w as i32).unwrap(),
+            Some(COMMITS as i64)
+        );
+    }
+}
