@@ -108,12 +108,16 @@ impl DeltaTables {
 
     /// Commits `segments` (already written under the table's directory) to `table` in one
     /// Delta commit, with `offsets` as application transactions; returns the new version.
+    /// `None` when the table already records every one of `offsets` at or past it: the
+    /// batch was committed before (a worker re-reading after a crash or a rebalance), so
+    /// nothing is committed again. A concurrent commit of the same offsets fails with
+    /// delta-rs' transaction conflict.
     pub fn commit(
         &self,
         table: Table,
         segments: &[SegmentInfo],
         offsets: &[KafkaOffset],
-    ) -> Result<u64, StoreError> {
+    ) -> Result<Option<u64>, StoreError> {
         let mut delta = self.open_or_create(table)?;
         let dir = self.table_dir(table);
         let mut actions = Vec::with_capacity(segments.len());
@@ -127,6 +131,18 @@ impl DeltaTables {
         let err = |e| self.error(table, e);
         self.runtime.block_on(async {
             let snapshot = delta.snapshot().map_err(err)?;
+            let mut recorded = !offsets.is_empty();
+            for o in offsets {
+                let app = kafka_app_id(&o.topic, o.partition);
+                let at = snapshot
+                    .transaction_version(delta.log_store().as_ref(), app)
+                    .await
+                    .map_err(err)?;
+                recorded &= at.is_some_and(|v| v >= o.next_offset);
+            }
+            if recorded {
+                return Ok(None);
+            }
             let operation = DeltaOperation::Write {
                 mode: SaveMode::Append,
                 partition_by: Some(snapshot.metadata().partition_columns().to_vec()),
@@ -143,7 +159,7 @@ impl DeltaTables {
             .map_err(err)?;
             let version = done.version();
             delta.state = Some(done.snapshot());
-            Ok(version)
+            Ok(Some(version))
         })
     }
 

@@ -148,15 +148,24 @@ fn segments_and_offsets_round_trip_through_the_delta_log() {
     let (first, rest) = segments.split_at(1);
     let v0 = delta
         .commit(Table::Metrics, first, &[offset("dcgm", 0, 100)])
-        .unwrap();
+        .unwrap()
+        .expect("committed");
     let v1 = delta
         .commit(
             Table::Metrics,
             rest,
             &[offset("dcgm", 0, 250), offset("dcgm", 1, 7)],
         )
-        .unwrap();
+        .unwrap()
+        .expect("committed");
     assert_eq!(v1, v0 + 1);
+    // The same batch again (a worker that re-read it after a crash): nothing committed.
+    assert_eq!(
+        delta
+            .commit(Table::Metrics, first, &[offset("dcgm", 0, 100)])
+            .unwrap(),
+        None
+    );
     let mut back = delta.segments(Table::Metrics).unwrap();
     segments.sort_by(|a, b| a.path.cmp(&b.path));
     back.sort_by(|a, b| a.path.cmp(&b.path));
