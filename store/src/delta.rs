@@ -77,8 +77,7 @@ impl DeltaTables {
         std::fs::create_dir_all(&dir).map_err(|e| StoreError::io("create", &dir, e))?;
         let err = |e| self.error(table, e);
         self.runtime.block_on(async {
-            let url = deltalake_core::ensure_table_uri(dir.to_string_lossy()).map_err(err)?;
-            let existing = DeltaTable::try_from_url(url).await.map_err(err)?;
+            let existing = load_table(&dir).await.map_err(err)?;
             if existing.version().is_some() {
                 return Ok(existing);
             }
@@ -88,20 +87,19 @@ impl DeltaTables {
                 .map(|_| PARTITION_COLUMN)
                 .into_iter()
                 .collect();
-            match existing
+            let created = existing
                 .create()
                 .with_columns(schema.fields().cloned())
                 .with_partition_columns(partitions)
                 .with_save_mode(SaveMode::Ignore)
-                .await
-            {
+                .await;
+            match created {
                 Ok(created) => Ok(created),
-                // Another writer created it first: read theirs.
-                Err(_) => {
-                    let mut t = existing;
-                    t.load().await.map_err(err)?;
-                    Ok(t)
-                }
+                // Another writer may have created it first: read theirs, else the error.
+                Err(e) => match load_table(&dir).await.map_err(err)? {
+                    theirs if theirs.version().is_some() => Ok(theirs),
+                    _ => Err(err(e)),
+                },
             }
         })
     }
@@ -118,7 +116,7 @@ impl DeltaTables {
         segments: &[SegmentInfo],
         offsets: &[KafkaOffset],
     ) -> Result<Option<u64>, StoreError> {
-        let mut delta = self.open_or_create(table)?;
+        let delta = self.open_or_create(table)?;
         let dir = self.table_dir(table);
         let mut actions = Vec::with_capacity(segments.len());
         for s in segments {
@@ -148,18 +146,11 @@ impl DeltaTables {
                 partition_by: Some(snapshot.metadata().partition_columns().to_vec()),
                 predicate: None,
             };
-            let done = CommitBuilder::from(
-                CommitProperties::default()
-                    .with_application_transactions(txns)
-                    .with_max_retries(MAX_COMMIT_RETRIES),
-            )
-            .with_actions(actions)
-            .build(Some(snapshot), delta.log_store(), operation)
-            .await
-            .map_err(err)?;
-            let version = done.version();
-            delta.state = Some(done.snapshot());
-            Ok(Some(version))
+            let properties = CommitProperties::default().with_application_transactions(txns);
+            commit_actions(&delta, actions, operation, properties)
+                .await
+                .map(Some)
+                .map_err(err)
         })
     }
 
@@ -173,7 +164,7 @@ impl DeltaTables {
         removed: &[SegmentInfo],
         added: &[SegmentInfo],
     ) -> Result<u64, StoreError> {
-        let mut delta = self.open_or_create(table)?;
+        let delta = self.open_or_create(table)?;
         let dir = self.table_dir(table);
         let now = chrono::Utc::now().timestamp_millis();
         let mut actions = Vec::with_capacity(removed.len() + added.len());
@@ -197,23 +188,18 @@ impl DeltaTables {
         }
         let target_size = added.iter().map(|s| s.bytes as i64).max().unwrap_or(0);
         let err = |e| self.error(table, e);
-        self.runtime.block_on(async {
-            let snapshot = delta.snapshot().map_err(err)?;
-            let operation = DeltaOperation::Optimize {
-                predicate: None,
-                target_size,
-            };
-            let done = CommitBuilder::from(
-                CommitProperties::default().with_max_retries(MAX_COMMIT_RETRIES),
-            )
-            .with_actions(actions)
-            .build(Some(snapshot), delta.log_store(), operation)
-            .await
-            .map_err(err)?;
-            let version = done.version();
-            delta.state = Some(done.snapshot());
-            Ok(version)
-        })
+        let operation = DeltaOperation::Optimize {
+            predicate: None,
+            target_size,
+        };
+        self.runtime
+            .block_on(commit_actions(
+                &delta,
+                actions,
+                operation,
+                CommitProperties::default(),
+            ))
+            .map_err(err)
     }
 
     /// Writes a checkpoint of `table` at its current version, so that readers load one
@@ -271,12 +257,30 @@ impl DeltaTables {
             return Ok(None);
         }
         let err = |e| self.error(table, e);
-        self.runtime.block_on(async {
-            let url = deltalake_core::ensure_table_uri(dir.to_string_lossy()).map_err(err)?;
-            let t = DeltaTable::try_from_url(url).await.map_err(err)?;
-            Ok(t.version().is_some().then_some(t))
-        })
+        let t = self.runtime.block_on(load_table(&dir)).map_err(err)?;
+        Ok(t.version().is_some().then_some(t))
     }
+}
+
+/// The Delta table in `dir` as its log says now (no state when there is no table yet).
+async fn load_table(dir: &Path) -> Result<DeltaTable, DeltaTableError> {
+    let url = deltalake_core::ensure_table_uri(dir.to_string_lossy())?;
+    DeltaTable::try_from_url(url).await
+}
+
+/// Commits `actions` to `delta` as `operation` on its current snapshot, retrying a lost
+/// race for the version on the newer one; the new version.
+async fn commit_actions(
+    delta: &DeltaTable,
+    actions: Vec<Action>,
+    operation: DeltaOperation,
+    properties: CommitProperties,
+) -> Result<u64, DeltaTableError> {
+    let done = CommitBuilder::from(properties.with_max_retries(MAX_COMMIT_RETRIES))
+        .with_actions(actions)
+        .build(Some(delta.snapshot()?), delta.log_store(), operation)
+        .await?;
+    Ok(done.version())
 }
 
 /// The Delta schema of `table`: its Arrow schema, plus the partition column.
