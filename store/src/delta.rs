@@ -8,7 +8,7 @@
 //! and from `spawn_blocking` (the stream worker), so it drives delta-rs on a runtime of
 //! its own.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -35,9 +35,16 @@ const TAG_MAX_TIME_NS: &str = "whyslow.max_time_ns";
 /// (blind appends never conflict, so only the number of concurrent writers bounds this).
 const MAX_COMMIT_RETRIES: usize = 100;
 
+mod txn;
+
+pub use txn::parse_kafka_app_id;
+
+/// How the application id of a Kafka topic partition's offsets begins.
+const KAFKA_APP_PREFIX: &str = "whyslow.kafka/";
+
 /// The application id of a Kafka topic partition's offsets.
 pub fn kafka_app_id(topic: &str, partition: i32) -> String {
-    format!("whyslow.kafka/{topic}/{partition}")
+    format!("{KAFKA_APP_PREFIX}{topic}/{partition}")
 }
 
 /// The Delta tables of one store directory.
@@ -59,6 +66,26 @@ impl DeltaTables {
         })
     }
 
+    /// Runs `work` to completion on this store's runtime. Called from inside another tokio
+    /// runtime (a DataFusion session, the stream worker's tasks), where blocking on a
+    /// second runtime in the same thread is refused, it runs on a scoped thread instead.
+    fn block_on<F>(&self, work: F) -> F::Output
+    where
+        F: std::future::Future + Send,
+        F::Output: Send,
+    {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return self.runtime.block_on(work);
+        }
+        std::thread::scope(|scope| {
+            match scope.spawn(|| self.runtime.block_on(work)).join() {
+                Ok(out) => out,
+                // The work panicked: the panic goes on in the caller's thread.
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        })
+    }
+
     /// The directory of `table`'s Delta table.
     pub fn table_dir(&self, table: Table) -> PathBuf {
         self.root.join(table.name())
@@ -71,13 +98,66 @@ impl DeltaTables {
         }
     }
 
-    /// Opens `table`, creating it (schema, partition column) when it does not exist yet.
+    /// Opens `table`, creating it (schema, partition column) when it does not exist yet;
+    /// a table there with another schema (written by another tool) is refused.
     fn open_or_create(&self, table: Table) -> Result<DeltaTable, StoreError> {
         let dir = self.table_dir(table);
         std::fs::create_dir_all(&dir).map_err(|e| StoreError::io("create", &dir, e))?;
+        let delta = self.load_or_create(table, &dir)?;
+        self.check_schema(table, &delta)?;
+        Ok(delta)
+    }
+
+    /// Refuses a table whose columns or partitioning are not `table`'s.
+    fn check_schema(&self, table: Table, delta: &DeltaTable) -> Result<(), StoreError> {
         let err = |e| self.error(table, e);
-        self.runtime.block_on(async {
-            let existing = load_table(&dir).await.map_err(err)?;
+        let snapshot = delta.snapshot().map_err(err)?;
+        let want = delta_schema(table).map_err(err)?;
+        let found = snapshot.schema();
+        let want_partitions: Vec<String> = table
+            .time_column()
+            .map(|_| PARTITION_COLUMN.to_string())
+            .into_iter()
+            .collect();
+        let detail = if *found != want {
+            let mismatch = want
+                .fields()
+                .zip(found.fields().map(Some).chain(std::iter::repeat(None)))
+                .find(|(w, f)| Some(*w) != *f);
+            match mismatch {
+                Some((w, Some(f))) => format!(
+                    "column {} is {:?} where whyslow writes {} {:?}",
+                    f.name(),
+                    f.data_type(),
+                    w.name(),
+                    w.data_type()
+                ),
+                Some((w, None)) => format!("it has no column {}", w.name()),
+                None => format!(
+                    "it has {} columns, whyslow writes {}",
+                    found.fields().len(),
+                    want.fields().len()
+                ),
+            }
+        } else if snapshot.metadata().partition_columns() != want_partitions {
+            format!(
+                "it is partitioned by {:?}, whyslow by {want_partitions:?}",
+                snapshot.metadata().partition_columns()
+            )
+        } else {
+            return Ok(());
+        };
+        Err(StoreError::IncompatibleTable {
+            path: self.table_dir(table),
+            table,
+            detail,
+        })
+    }
+
+    fn load_or_create(&self, table: Table, dir: &Path) -> Result<DeltaTable, StoreError> {
+        let err = |e| self.error(table, e);
+        self.block_on(async {
+            let existing = load_table(dir).await.map_err(err)?;
             if existing.version().is_some() {
                 return Ok(existing);
             }
@@ -96,7 +176,7 @@ impl DeltaTables {
             match created {
                 Ok(created) => Ok(created),
                 // Another writer may have created it first: read theirs, else the error.
-                Err(e) => match load_table(&dir).await.map_err(err)? {
+                Err(e) => match load_table(dir).await.map_err(err)? {
                     theirs if theirs.version().is_some() => Ok(theirs),
                     _ => Err(err(e)),
                 },
@@ -127,7 +207,7 @@ impl DeltaTables {
             .map(|o| Transaction::new(kafka_app_id(&o.topic, o.partition), o.next_offset))
             .collect();
         let err = |e| self.error(table, e);
-        self.runtime.block_on(async {
+        self.block_on(async {
             let snapshot = delta.snapshot().map_err(err)?;
             let mut recorded = !offsets.is_empty();
             for o in offsets {
@@ -192,14 +272,13 @@ impl DeltaTables {
             predicate: None,
             target_size,
         };
-        self.runtime
-            .block_on(commit_actions(
-                &delta,
-                actions,
-                operation,
-                CommitProperties::default(),
-            ))
-            .map_err(err)
+        self.block_on(commit_actions(
+            &delta,
+            actions,
+            operation,
+            CommitProperties::default(),
+        ))
+        .map_err(err)
     }
 
     /// Writes a checkpoint of `table` at its current version, so that readers load one
@@ -208,8 +287,7 @@ impl DeltaTables {
         let Some(delta) = self.open(table)? else {
             return Ok(());
         };
-        self.runtime
-            .block_on(deltalake_core::checkpoints::create_checkpoint(&delta, None))
+        self.block_on(deltalake_core::checkpoints::create_checkpoint(&delta, None))
             .map_err(|e| self.error(table, e))
     }
 
@@ -242,7 +320,7 @@ impl DeltaTables {
             return Ok(None);
         };
         let err = |e| self.error(table, e);
-        self.runtime.block_on(async {
+        self.block_on(async {
             let snapshot = delta.snapshot().map_err(err)?;
             snapshot
                 .transaction_version(delta.log_store().as_ref(), kafka_app_id(topic, partition))
@@ -251,13 +329,28 @@ impl DeltaTables {
         })
     }
 
+    /// Every Kafka topic partition's next offset recorded in `table` (empty when it has no
+    /// table); application ids of other writers are left out.
+    pub fn offsets(&self, table: Table) -> Result<BTreeMap<(String, i32), i64>, StoreError> {
+        let Some(delta) = self.open(table)? else {
+            return Ok(BTreeMap::new());
+        };
+        let all = self
+            .block_on(txn::application_transactions(&delta))
+            .map_err(|e| self.error(table, e))?;
+        Ok(all
+            .into_iter()
+            .filter_map(|(app, next)| Some((parse_kafka_app_id(&app)?, next)))
+            .collect())
+    }
+
     fn open(&self, table: Table) -> Result<Option<DeltaTable>, StoreError> {
         let dir = self.table_dir(table);
         if !dir.join("_delta_log").is_dir() {
             return Ok(None);
         }
         let err = |e| self.error(table, e);
-        let t = self.runtime.block_on(load_table(&dir)).map_err(err)?;
+        let t = self.block_on(load_table(&dir)).map_err(err)?;
         Ok(t.version().is_some().then_some(t))
     }
 }

@@ -110,6 +110,20 @@ pub enum StoreError {
         #[source]
         source: Box<deltalake_core::DeltaTableError>,
     },
+    /// A Delta table in the store's place has columns or partitioning other than the
+    /// table's (written by another tool, or a different version of the contract).
+    #[error(
+        "Delta table {path} cannot hold whyslow's {table} table: {detail} (nothing was \
+         written)"
+    )]
+    IncompatibleTable {
+        /// The table directory.
+        path: PathBuf,
+        /// The table whyslow meant to write.
+        table: Table,
+        /// The first difference found.
+        detail: String,
+    },
     /// Another process holds the writer lock.
     #[error("store {path} is locked by another writer (lock file {path}/_lock)")]
     Locked {

@@ -290,3 +290,122 @@ fn concurrent_writers_each_commit_once() {
         );
     }
 }
+
+/// Every topic partition's offset comes back from the log at once, from a checkpoint and
+/// the commits after it (the newest value wins, other applications' ids are left out),
+/// and also when asked from inside a tokio runtime (a DataFusion session, a stream task).
+#[test]
+fn every_offset_comes_back_across_a_checkpoint_and_from_async_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = StoreWriter::open(dir.path()).unwrap();
+    w.append(Table::Events, events(0..50, 3_600_000_000_000, BASE_NS))
+        .unwrap();
+    w.commit(&[]).unwrap();
+    drop(w);
+    let store = Store::open(dir.path()).unwrap();
+    let delta = DeltaTables::new(dir.path()).unwrap();
+    let segments = store.segments(Table::Events);
+    delta
+        .commit(
+            Table::Events,
+            &segments,
+            &[
+                offset("kmsg", 0, 10),
+                offset("kmsg", 1, 20),
+                offset("k8s.events", 0, 5),
+            ],
+        )
+        .unwrap()
+        .expect("committed");
+    delta
+        .commit(Table::Events, &[], &[offset("kmsg", 1, 35)])
+        .unwrap()
+        .expect("committed");
+    delta.checkpoint(Table::Events).unwrap();
+    delta
+        .commit(
+            Table::Events,
+            &[],
+            &[offset("kmsg", 0, 12), offset("dcgm", 3, 1)],
+        )
+        .unwrap()
+        .expect("committed");
+    let want: std::collections::BTreeMap<(String, i32), i64> = [
+        (("dcgm".to_string(), 3), 1),
+        (("k8s.events".to_string(), 0), 5),
+        (("kmsg".to_string(), 0), 12),
+        (("kmsg".to_string(), 1), 35),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(delta.offsets(Table::Events).unwrap(), want);
+    for ((topic, partition), next) in &want {
+        assert_eq!(
+            delta.offset(Table::Events, topic, *partition).unwrap(),
+            Some(*next)
+        );
+    }
+    assert!(delta.offsets(Table::Causes).unwrap().is_empty());
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (offsets, back) = runtime.block_on(async {
+        (
+            delta.offsets(Table::Events).unwrap(),
+            delta.segments(Table::Events).unwrap(),
+        )
+    });
+    assert_eq!(offsets, want);
+    assert_eq!(sorted(back), sorted(segments));
+}
+
+/// A Delta table written by another tool where the store's table belongs, with columns
+/// of its own, is refused in one sentence naming it; nothing is committed to it.
+#[test]
+fn a_table_of_another_schema_is_refused_and_left_alone() {
+    use deltalake_core::kernel::{DataType as DeltaType, StructField};
+    let dir = tempfile::tempdir().unwrap();
+    let table_dir = dir.path().join(Table::Events.name());
+    std::fs::create_dir_all(&table_dir).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let url = deltalake_core::ensure_table_uri(table_dir.to_string_lossy()).unwrap();
+        deltalake_core::DeltaTable::try_from_url(url)
+            .await
+            .unwrap()
+            .create()
+            .with_columns([
+                StructField::new("id", DeltaType::LONG, false),
+                StructField::new("payload", DeltaType::STRING, true),
+            ])
+            .await
+            .unwrap();
+    });
+    let log = table_dir.join("_delta_log");
+    let before = std::fs::read_dir(&log).unwrap().count();
+
+    let mut w = StoreWriter::open(dir.path()).unwrap();
+    w.append(Table::Events, events(0..10, 3_600_000_000_000, BASE_NS))
+        .unwrap();
+    w.commit(&[]).unwrap();
+    drop(w);
+    let store = Store::open(dir.path()).unwrap();
+    let delta = DeltaTables::new(dir.path()).unwrap();
+    let err = delta
+        .commit(
+            Table::Events,
+            &store.segments(Table::Events),
+            &[offset("kmsg", 0, 10)],
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(&table_dir.display().to_string()), "{err}");
+    assert!(err.contains("cannot hold whyslow's events table"), "{err}");
+    assert!(err.contains("nothing was written"), "{err}");
+    assert_eq!(std::fs::read_dir(&log).unwrap().count(), before, "{err}");
+}
