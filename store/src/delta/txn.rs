@@ -18,9 +18,6 @@ use super::KAFKA_APP_PREFIX;
 #[cfg(test)]
 use super::kafka_app_id;
 
-/// The log directory of a Delta table, relative to the table's root.
-const LOG_DIR: &str = "_delta_log";
-
 /// One `txn` action as the log's JSON has it.
 #[derive(Deserialize)]
 struct Txn {
@@ -52,8 +49,7 @@ pub async fn application_transactions(
     };
     let log_store = delta.log_store();
     let store = log_store.object_store(None);
-    let prefix = deltalake_core::Path::from(LOG_DIR);
-    let listed: Vec<_> = store.list(Some(&prefix)).try_collect().await?;
+    let listed: Vec<_> = store.list(Some(log_store.log_path())).try_collect().await?;
     // The newest checkpoint at or below `version`, with every part it has.
     let mut checkpoint: Option<(u64, Vec<deltalake_core::Path>)> = None;
     for meta in listed {
