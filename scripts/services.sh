@@ -10,6 +10,7 @@ ensure_services() {
     ensure_chromium
     ensure_alertmanager
     ensure_stunnel
+    ensure_duckdb_delta
 }
 
 # librdkafka is built with OAUTHBEARER/OIDC token retrieval, which links libcurl: its
@@ -77,4 +78,18 @@ ensure_stunnel() {
         echo "scripts/test: installing stunnel4 (Debian package) for the Kafka TLS test" >&2
         apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq stunnel4 >/dev/null
     fi
+}
+
+# DuckDB's `delta` extension from PyPI (duckdb-extension-delta) with the DuckDB release it
+# was built for, in a directory of their own so the DuckDB the other tests use stays as
+# it is: the external-reader test puts it on PYTHONPATH (WHYSLOW_DUCKDB_DELTA).
+ensure_duckdb_delta() {
+    local dir="$WHYSLOW_CACHE/duckdb-delta-1.5.5"
+    export WHYSLOW_DUCKDB_DELTA="$dir"
+    if PYTHONPATH="$dir" python3 -c 'import duckdb_extension_delta, duckdb; assert duckdb.__version__ == "1.5.5"' 2>/dev/null; then
+        return
+    fi
+    echo "scripts/test: installing duckdb 1.5.5 with duckdb-extension-delta 1.5.5 (PyPI) into $dir" >&2
+    python3 -m pip install --quiet --disable-pip-version-check --target "$dir" \
+        duckdb==1.5.5 duckdb-extension-delta==1.5.5
 }

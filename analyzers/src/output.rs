@@ -122,7 +122,8 @@ pub fn persist(store_root: &Path, a: &Analysis) -> Result<()> {
     // Waits while a stream worker or an ingest commits.
     let patience = whyslow_ingest::redecode::LOCK_PATIENCE;
     let mut w = StoreWriter::open_waiting(store_root, patience).map_err(err)?;
-    // One log entry: a reader never sees new slowdowns with old causes.
+    // One writer turn, one Delta commit per table: a reader may see new slowdowns with
+    // old causes for the moment between the two commits.
     w.replace_tables(vec![
         (Table::Slowdowns, vec![slowdowns_batch(a)?]),
         (Table::Causes, vec![causes_batch(a)?]),

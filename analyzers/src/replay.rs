@@ -219,7 +219,7 @@ pub async fn rebuild(store: &std::path::Path) -> Result<DerivedSummary, ReplayEr
 }
 
 /// The one rule by which the derived tables are written (`replay`, `report --persist`):
-/// `analysis` (of the whole store) replaces `slowdowns` and `causes` in one log entry,
+/// `analysis` (of the whole store) replaces `slowdowns` and `causes` in one writer turn,
 /// only when its rows differ from the stored ones; says what changed. `ctx` is a session
 /// over the store, for the stored rows.
 pub async fn save_derived(
@@ -245,7 +245,7 @@ pub async fn save_derived(
     let same = rendered(&old_slowdowns)? == rendered(&new_slowdowns)?
         && rendered(&old_causes)? == rendered(&new_causes)?;
     if !same {
-        // Waits while a stream worker commits; one log entry for both tables.
+        // Waits while a stream worker commits; both tables in one writer turn.
         persist(store, analysis)?;
         summary.rewritten = true;
     }

@@ -1,8 +1,9 @@
 //! Store benchmark: commit throughput and on-disk bytes per metric sample for a
 //! metrics-heavy, dcgm-exporter-like input (plus a re-ingest that is all duplicates and a
-//! compaction).
+//! compaction), then the latency of stream-worker-like turns: open the writer, commit a
+//! small batch with Kafka offsets, close, as `whyslow stream` does per micro-batch.
 //!
-//! `cargo run --release -p whyslow-ingest --example store_bench [-- SAMPLES [COMMIT_ROWS]]`
+//! `cargo run --release -p whyslow-ingest --example store_bench [-- SAMPLES [COMMIT_ROWS [TURNS [TURN_ROWS]]]]`
 
 use std::time::Instant;
 
@@ -96,6 +97,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let samples: usize = args.next().map_or(Ok(4_000_000), |a| a.parse())?;
     let commit_rows: usize = args.next().map_or(Ok(200_000), |a| a.parse())?;
+    let turns: usize = args.next().map_or(Ok(500), |a| a.parse())?;
+    let turn_rows: usize = args.next().map_or(Ok(2_560), |a| a.parse())?;
     let dir = tempfile::tempdir()?;
     let root = dir.path().join("store");
     let opts = WriterOptions {
@@ -172,5 +175,77 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         after_bytes as f64 / written as f64,
         after_keys as f64 / written as f64
     );
+    let log_bytes = dir_bytes(&root.join("metrics/_delta_log"));
+    println!(
+        "delta log              {:.2} MB  {:.3} bytes/sample",
+        mb(log_bytes),
+        log_bytes as f64 / written as f64
+    );
+    drop(w);
+    turn_latency(&root, samples, turns, turn_rows, &mut rng)
+}
+
+/// Stream-worker-like turns on the store at `root`: each opens the writer (its lock and
+/// the tables' Delta logs), commits `turn_rows` new samples with the next Kafka offset
+/// (auto-compaction on, as in `whyslow stream`) and closes it. Prints p50/p99/max of
+/// the whole turn and of the commit alone.
+fn turn_latency(
+    root: &std::path::Path,
+    first: usize,
+    turns: usize,
+    turn_rows: usize,
+    rng: &mut Rng,
+) -> Result<(), Box<dyn std::error::Error>> {
+    if turns == 0 {
+        return Ok(());
+    }
+    let (mut whole, mut commit) = (Vec::with_capacity(turns), Vec::with_capacity(turns));
+    for k in 0..turns {
+        let from = first + k * turn_rows;
+        let b = batch(from, from + turn_rows, rng);
+        let t = Instant::now();
+        let mut w = StoreWriter::open(root)?;
+        w.append(Table::Metrics, b)?;
+        let c = Instant::now();
+        w.commit(&[whyslow_store::KafkaOffset {
+            topic: "dcgm".into(),
+            partition: 0,
+            next_offset: k as i64 + 1,
+        }])?;
+        commit.push(c.elapsed().as_secs_f64() * 1e3);
+        drop(w);
+        whole.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let pct = |v: &mut Vec<f64>, p: f64| {
+        v.sort_by(f64::total_cmp);
+        v[((v.len() as f64 * p).ceil() as usize).clamp(1, v.len()) - 1]
+    };
+    println!(
+        "stream-like turns      {turns} of {turn_rows} samples + offsets (open, commit, close)"
+    );
+    for (name, v) in [
+        ("  whole turn", &mut whole),
+        ("  commit alone", &mut commit),
+    ] {
+        println!(
+            "{name:<22} p50 {:.1} ms  p99 {:.1} ms  max {:.1} ms",
+            pct(v, 0.5),
+            pct(v, 0.99),
+            pct(v, 1.0)
+        );
+    }
     Ok(())
+}
+
+/// Bytes of the files under `dir` (not recursive).
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
 }

@@ -24,12 +24,14 @@
 //! Each letter's rows are told apart in the shared builders. Context from the lines that were accepted at the time is not in the
 //! letters, so a line that needed it reads as it would alone.
 //!
-//! Exactly once: the recovered rows are appended and the letters removed in the same log
-//! entry ([`StoreWriter::commit_replacing`]), computed under the writer lock from the state
-//! that lock guards, so a crash leaves either both or neither; and the store drops
-//! appended rows it already holds (`events` by `event_id`, `metrics` by series and time),
-//! so rows someone re-ingested meanwhile are not duplicated either. A second run finds
-//! the moved letters gone and writes nothing.
+//! Exactly once: the recovered rows are appended and the letters removed by one
+//! [`StoreWriter::commit_replacing`], computed under the writer lock from the state that
+//! lock guards: a Delta commit per table, the rows' tables first and `dead_letters` last,
+//! so a crash never loses a letter; a crash between the commits leaves the rows and the
+//! letters both, until the next run, which finds the rows already stored (the store drops
+//! appended rows it holds: `events` by `event_id`, `metrics` by series and time, so rows
+//! someone re-ingested meanwhile are not duplicated either) and removes the letters. A run
+//! after that finds the moved letters gone and writes nothing.
 //!
 //! What a letter does not record is not known here: `--node`, `--cluster`, `--boot-time`
 //! and the like given at ingest time come from [`RedecodeOptions::hints`]; the file path

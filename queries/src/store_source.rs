@@ -42,6 +42,5 @@ pub async fn open_session_limited(
         source,
     };
     let store = Store::open(store_root).map_err(store_err)?;
-    whyslow_store::layout::check(&store).map_err(store_err)?;
     session_over_limited(&store, memory_limit).await
 }

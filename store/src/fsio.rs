@@ -1,7 +1,6 @@
 //! Durable filesystem steps of the store: fsync'd writes, renames and directory syncs.
 
 use std::fs::{self, File};
-use std::io::Write;
 use std::path::Path;
 
 use super::StoreError;
@@ -32,36 +31,12 @@ pub fn create_dir_durable(dir: &Path) -> Result<(), StoreError> {
     }
 }
 
-/// Writes `bytes` to a new file at `path` and fsyncs it.
-pub fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let mut f = File::create(path).map_err(|e| StoreError::io("create", path, e))?;
-    f.write_all(bytes)
-        .map_err(|e| StoreError::io("write", path, e))?;
-    f.sync_all().map_err(|e| StoreError::io("fsync", path, e))
-}
-
 /// Moves a finished file into place (same filesystem) and syncs the target directory.
 pub fn rename_durable(from: &Path, to: &Path) -> Result<(), StoreError> {
     fs::rename(from, to).map_err(|e| StoreError::io("rename into place", to, e))?;
     match to.parent() {
         Some(dir) => sync_dir(dir),
         None => Ok(()),
-    }
-}
-
-/// Publishes a synced temp file under `to` only if that name does not exist yet (a hard
-/// link cannot overwrite). Once this returns `Ok` the file is visible under `to`; the temp
-/// name is left for the caller to drop.
-pub fn link_new(from: &Path, to: &Path) -> Result<(), StoreError> {
-    match fs::hard_link(from, to) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let _ = fs::remove_file(from);
-            Err(StoreError::Conflict {
-                path: to.to_path_buf(),
-            })
-        }
-        Err(e) => Err(StoreError::io("publish", to, e)),
     }
 }
 

@@ -1,29 +1,32 @@
-//! The append-only event log: partitioned Parquet segments made visible atomically by a
-//! commit log, with cheap idempotent re-ingest and compaction of small segments.
+//! The append-only event log: one Delta Lake table per table of `contracts/tables.md`,
+//! partitioned Parquet segments made visible atomically by Delta commits, with cheap
+//! idempotent re-ingest (sorted row identities beside each segment) and compaction of
+//! small segments.
 //!
-//! Layout of a store directory (every path in the log is relative to the root):
+//! Layout of a store directory (Spark, Trino, DuckDB, Polars and delta-rs read each
+//! `<root>/<table>` as the Delta table it is):
 //!
 //! ```text
-//! <root>/_log/<version:020>.json             one commit: added and removed segments, Kafka offsets
-//! <root>/_log/<version:020>.checkpoint.json  the whole visible state as of that version
-//! <root>/_lock                               held (flock) by the single writer
-//! <root>/_tmp/                               files being written; removed by the writer on open
-//! <root>/<table>/date=YYYY-MM-DD/<id>.parquet   rows (zstd; sorted; row-group and page statistics)
-//! <root>/<table>/date=YYYY-MM-DD/<id>.keys      sorted row identities of that segment (dedupe)
+//! <root>/<table>/_delta_log/                       the table's Delta log (commits, checkpoints)
+//! <root>/<table>/date=YYYY-MM-DD/<id>.parquet      rows (zstd; sorted; row-group and page statistics)
+//! <root>/<table>/_keys/date=YYYY-MM-DD/<id>.keys   sorted row identities of that segment (dedupe)
+//! <root>/_lock                                     held (flock) by the single writer
+//! <root>/_tmp/                                     files being written; removed by the writer on open
+//! <root>/_vacuumed_until                           time up to which removed files are deleted
 //! ```
 //!
-//! A segment is visible exactly when a log entry adds it and no later entry removes it;
-//! log entries appear atomically (temp file, fsync, link), so a crash at any point leaves
-//! the previous state, and files nobody references are orphans the writer deletes.
+//! A segment is visible exactly when its table's log adds it and no later commit removes
+//! it; Kafka offsets are `txn` actions of the `events` table's commits. A crash at any
+//! point leaves each table at its last commit, and files no log references are orphans the
+//! writer deletes.
 
 pub mod delta;
 mod fsio;
 mod keys;
-pub mod layout;
 mod location;
-mod log;
 pub mod segment;
 mod sidecar;
+mod state;
 mod writer;
 
 use std::collections::BTreeMap;
@@ -32,7 +35,7 @@ use std::path::{Path, PathBuf};
 use whyslow_schemas::Table;
 
 pub use location::local_root;
-pub use log::KafkaOffset;
+pub use state::KafkaOffset;
 pub use writer::{CommitStats, CompactStats, StoreWriter, TableCommit, WriterOptions};
 
 /// What went wrong in the store; every message names the file or directory involved.
@@ -79,14 +82,14 @@ pub enum StoreError {
     },
     /// The store was written by an older whyslow whose column types differ.
     #[error(
-        "store {path} was written by an older whyslow ({detail}): this version stores \
-         times in microseconds and maps with the Parquet spec's names; ingest into a new \
-         store (nothing was changed in this one)"
+        "store {path} was written by an older whyslow ({detail}): this version keeps \
+         each table as a Delta Lake table; ingest into a new store (nothing was changed \
+         in this one)"
     )]
     OldLayout {
         /// The store root.
         path: PathBuf,
-        /// The first column found with an older type.
+        /// What marks it as older.
         detail: String,
     },
     /// The store location is a URL of a kind this store cannot keep its files in.
@@ -140,12 +143,6 @@ pub enum StoreError {
         /// The first difference found.
         detail: String,
     },
-    /// The next log version already exists: someone else wrote to the store.
-    #[error("log entry {path} already exists: another writer committed to this store")]
-    Conflict {
-        /// The log entry file.
-        path: PathBuf,
-    },
 }
 
 impl StoreError {
@@ -188,32 +185,26 @@ pub struct SegmentInfo {
     pub keys_bytes: u64,
 }
 
-/// A read-only view of the committed state of a store directory at one log version.
+/// A read-only view of the committed state of a store directory.
 #[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
-    state: log::State,
+    state: state::State,
 }
 
 impl Store {
     /// Reads the committed state of the store at `root`; a missing directory is an empty store.
     pub fn open(root: &Path) -> Result<Store, StoreError> {
+        Store::load(root, false)
+    }
+
+    /// Reads the store at `root`, with the removed files still on disk when `tombstones`
+    /// (for the writer, which deletes them once their retention has passed).
+    fn load(root: &Path, tombstones: bool) -> Result<Store, StoreError> {
         let root = &location::local_root(root)?;
         let root = std::path::absolute(root).map_err(|e| StoreError::io("resolve", root, e))?;
-        // A writer deletes log files older than its previous checkpoint; a reader that
-        // listed the log just before that finds a file gone and simply reads again.
-        let mut attempts = 0;
-        loop {
-            match log::State::load(&root) {
-                Ok(state) => return Ok(Store { root, state }),
-                Err(StoreError::Io { source, .. })
-                    if source.kind() == std::io::ErrorKind::NotFound && attempts < 5 =>
-                {
-                    attempts += 1;
-                }
-                Err(e) => return Err(e),
-            }
-        }
+        let state = state::State::load(&root, tombstones)?;
+        Ok(Store { root, state })
     }
 
     /// The store's root directory (absolute).
@@ -221,16 +212,17 @@ impl Store {
         &self.root
     }
 
-    /// The log version this view reflects (0 = nothing committed yet).
+    /// The version this view reflects: the sum of the tables' Delta versions (0 = nothing
+    /// committed yet; every commit to a table raises it by one).
     pub fn version(&self) -> u64 {
-        self.state.version
+        self.state.version()
     }
 
     /// The committed segments of `table`, oldest first.
     pub fn segments(&self, table: Table) -> Vec<SegmentInfo> {
         self.state
             .segments_of(table)
-            .map(|s| s.info(&self.root, table))
+            .map(|s| s.info(&self.root))
             .collect()
     }
 
@@ -243,7 +235,7 @@ impl Store {
                 (Some(lo), Some(hi)) => lo <= end_ns && start_ns <= hi,
                 _ => true,
             })
-            .map(|s| s.info(&self.root, table))
+            .map(|s| s.info(&self.root))
             .collect()
     }
 

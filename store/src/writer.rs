@@ -1,6 +1,6 @@
 //! The single writer of a store: buffers rows, drops duplicates, writes sorted segments
-//! and publishes them with Kafka offsets in one log entry; compacts small segments;
-//! recovers from crashes by deleting files no log entry references.
+//! and publishes them with Kafka offsets in Delta commits; compacts small segments;
+//! recovers from crashes by deleting files no Delta log references.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{self, File, OpenOptions};
@@ -13,11 +13,14 @@ use whyslow_schemas::Table;
 use whyslow_schemas::tables::stored_to_ns;
 
 use super::keys::{self, Key};
-use super::log::{Entry, KafkaOffset, SegmentEntry};
-use super::{Store, StoreError, fsio, segment, sidecar};
+use super::state::{Entry, KafkaOffset, SegmentEntry};
+use super::{Store, StoreError, delta, fsio, segment, sidecar};
 
 const TMP_DIR: &str = "_tmp";
 const LOCK_FILE: &str = "_lock";
+/// When the writer last vacuumed (ms since the epoch): every file removed before that
+/// time has been deleted, so its tombstone, still in the Delta log for days, is skipped.
+const VACUUMED_FILE: &str = "_vacuumed_until";
 
 /// Tuning of a [`StoreWriter`].
 #[derive(Debug, Clone)]
@@ -31,7 +34,7 @@ pub struct WriterOptions {
     /// How long files removed from the visible state stay on disk for readers that opened
     /// the store before; the writer deletes them after that.
     pub retention: Duration,
-    /// A checkpoint of the whole state is written every this many log versions.
+    /// A table gets a Delta checkpoint every this many versions of its log.
     pub checkpoint_interval: u64,
 }
 
@@ -65,7 +68,7 @@ pub struct TableCommit {
 /// What a commit did.
 #[derive(Debug, Clone, Default)]
 pub struct CommitStats {
-    /// The log version written (`None` when there was nothing to record).
+    /// The store version after the commit (`None` when there was nothing to record).
     pub version: Option<u64>,
     /// Per table that had rows buffered.
     pub tables: BTreeMap<Table, TableCommit>,
@@ -88,7 +91,7 @@ impl CommitStats {
 /// What a compaction did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CompactStats {
-    /// The log version written (`None` when nothing needed merging).
+    /// The store version after the compaction (`None` when nothing needed merging).
     pub version: Option<u64>,
     /// Segments merged away.
     pub segments_removed: usize,
@@ -106,6 +109,8 @@ pub struct StoreWriter {
     pending: BTreeMap<Table, Vec<RecordBatch>>,
     nonce: u64,
     seq: u64,
+    /// Tombstones removed before this time were deleted by an earlier vacuum.
+    vacuumed_until: i64,
 }
 
 fn now_ms() -> i64 {
@@ -133,7 +138,7 @@ impl StoreWriter {
     }
 
     /// Opens the store for writing: takes the writer lock, then deletes what a crashed
-    /// writer left behind (temp files, segments no log entry made visible) and removed
+    /// writer left behind (temp files, segments no Delta log made visible) and removed
     /// files whose retention has passed.
     pub fn open_with(root: &Path, options: WriterOptions) -> Result<StoreWriter, StoreError> {
         let root = &super::location::local_root(root)?;
@@ -151,8 +156,7 @@ impl StoreWriter {
             Err(fs::TryLockError::WouldBlock) => return Err(StoreError::Locked { path: root }),
             Err(fs::TryLockError::Error(e)) => return Err(StoreError::io("lock", &lock_path, e)),
         }
-        let store = Store::open(&root)?;
-        super::layout::check(&store)?;
+        let store = Store::load(&root, true)?;
         let nonce = xxhash_rust::xxh3::xxh3_64(
             format!(
                 "{}-{}",
@@ -168,6 +172,7 @@ impl StoreWriter {
             pending: BTreeMap::new(),
             nonce,
             seq: 0,
+            vacuumed_until: read_vacuumed_until(&root),
         };
         w.recover()?;
         Ok(w)
@@ -236,7 +241,7 @@ impl StoreWriter {
     /// (appending the same rows again is harmless: they are deduplicated).
     pub fn commit(&mut self, offsets: &[KafkaOffset]) -> Result<CommitStats, StoreError> {
         let pending = std::mem::take(&mut self.pending);
-        let mut entry = self.new_entry("commit");
+        let mut entry = Entry::new(false);
         let mut stats = CommitStats::default();
         let mut files = Vec::new();
         let staged = (|| {
@@ -263,7 +268,7 @@ impl StoreWriter {
         }
         entry.offsets = offsets.to_vec();
         self.publish(&entry, &files)?;
-        stats.version = Some(entry.version);
+        stats.version = Some(self.store.state.version());
         if self.options.auto_compact_segments > 0 {
             let c = self.compact_partitions(self.options.auto_compact_segments.max(2))?;
             if c.version.is_some() {
@@ -284,9 +289,9 @@ impl StoreWriter {
         Ok(stats.remove(&table).unwrap_or_default())
     }
 
-    /// Atomically replaces every row of each listed table with its batches, all in one log
-    /// entry (e.g. `slowdowns` and `causes` together, so no reader sees one without the
-    /// other).
+    /// Replaces every row of each listed table with its batches, one atomic Delta commit
+    /// per table, in the order of [`Table::ALL`] (e.g. `slowdowns`, then `causes`: a
+    /// reader in between sees the new slowdowns with the old causes).
     pub fn replace_tables(
         &mut self,
         tables: Vec<(Table, Vec<RecordBatch>)>,
@@ -299,7 +304,7 @@ impl StoreWriter {
                 .collect::<Result<Vec<_>, _>>()?;
             conformed.push((table, batches));
         }
-        let mut entry = self.new_entry("replace");
+        let mut entry = Entry::new(false);
         let mut files = Vec::new();
         let mut stats = BTreeMap::new();
         for (table, batches) in &conformed {
@@ -323,10 +328,11 @@ impl StoreWriter {
     }
 
     /// Commits the buffered rows like [`commit`](Self::commit) (rows the store holds are
-    /// dropped) and, in the same log entry, replaces every row of each table in `replace`
-    /// with its batches; rows buffered for a replaced table join its replacement. One
-    /// entry: e.g. rows recovered from dead letters become visible exactly when those
-    /// letters leave `dead_letters`, so no reader and no crash ever sees both or neither.
+    /// dropped) and then replaces every row of each table in `replace` with its batches;
+    /// rows buffered for a replaced table join its replacement. The appends are committed
+    /// before the replacements: e.g. rows recovered from dead letters are in `events`
+    /// before those letters leave `dead_letters`, so no crash loses them; a crash between
+    /// leaves both, and the next run drops the rows as duplicates and removes the letters.
     /// The buffer is emptied whether or not it succeeds.
     pub fn commit_replacing(
         &mut self,
@@ -343,7 +349,7 @@ impl StoreWriter {
         for (table, rows) in replaced.iter_mut() {
             rows.extend(pending.remove(table).unwrap_or_default());
         }
-        let mut entry = self.new_entry("commit-replace");
+        let mut entry = Entry::new(false);
         let mut stats = CommitStats::default();
         let mut files = Vec::new();
         let staged = (|| {
@@ -367,7 +373,7 @@ impl StoreWriter {
             return Ok(stats);
         }
         self.publish(&entry, &files)?;
-        stats.version = Some(entry.version);
+        stats.version = Some(self.store.state.version());
         Ok(stats)
     }
 
@@ -376,28 +382,22 @@ impl StoreWriter {
         self.compact_partitions(2)
     }
 
-    fn new_entry(&self, operation: &str) -> Entry {
-        Entry {
-            version: self.store.state.version + 1,
-            timestamp_ms: now_ms(),
-            operation: operation.to_string(),
-            ..Entry::default()
-        }
-    }
-
-    /// Writes the log entry; on success checkpoints when due and deletes expired files.
+    /// Commits `entry` (one Delta commit per table it touches), then deletes expired
+    /// files. Files of tables whose commit did not land are deleted at once.
     fn publish(&mut self, entry: &Entry, files: &[PathBuf]) -> Result<(), StoreError> {
         let root = self.store.root.clone();
-        if let Err(e) = self.store.state.commit(&root, entry) {
-            if self.store.state.version < entry.version {
-                // Not published: the new files are orphans.
-                discard(files);
-            }
+        let interval = self.options.checkpoint_interval;
+        if let Err(e) = self.store.state.commit(&root, entry, interval) {
+            let referenced = self.store.state.referenced_files();
+            let orphans: Vec<PathBuf> = entry
+                .add
+                .iter()
+                .filter(|s| !referenced.contains(&s.path))
+                .flat_map(|s| [root.join(&s.path), root.join(&s.keys_path)])
+                .collect();
+            discard(&orphans);
+            discard(files.iter().filter(|f| f.starts_with(root.join(TMP_DIR))));
             return Err(e);
-        }
-        let st = &mut self.store.state;
-        if st.version >= st.checkpoint_version + self.options.checkpoint_interval.max(1) {
-            st.checkpoint(&root)?;
         }
         self.vacuum()
     }
@@ -476,7 +476,7 @@ impl StoreWriter {
                         path: root.clone(),
                         source,
                     })?;
-                let seg = self.write_segment(table, day, &part, &seg_keys, entry.version, files)?;
+                let seg = self.write_segment(table, day, &part, &seg_keys, files)?;
                 tc.written += seg.rows;
                 tc.segments += 1;
                 tc.bytes += seg.bytes;
@@ -489,18 +489,18 @@ impl StoreWriter {
     }
 
     /// Writes one segment (rows `part` in storage order; `keys` their keys, sorted) into its
-    /// partition directory; the caller makes it visible with a log entry.
+    /// partition directory; the caller makes it visible with a Delta commit.
     fn write_segment(
         &mut self,
         table: Table,
         day: Option<i64>,
         part: &RecordBatch,
         keys: &[Key],
-        version: u64,
         files: &mut Vec<PathBuf>,
     ) -> Result<SegmentEntry, StoreError> {
         let root = self.store.root.clone();
         self.seq += 1;
+        let version = self.store.state.version() + 1;
         let name = format!("{version:010}-{:05}-{:016x}", self.seq, self.nonce);
         let partition = day.map(segment::day_name);
         let rel_dir = match &partition {
@@ -523,15 +523,23 @@ impl StoreWriter {
             None => (None, None),
         };
         let rel_pq = format!("{rel_dir}/{name}.parquet");
-        let rel_keys = format!("{rel_dir}/{name}.keys");
-        fsio::create_dir_durable(&root.join(&rel_dir))?;
+        let in_table = rel_pq
+            .strip_prefix(table.name())
+            .unwrap_or(&rel_pq)
+            .trim_start_matches('/');
+        let rel_keys = format!("{}/{}", table.name(), delta::keys_path_of(in_table));
+        for rel in [&rel_pq, &rel_keys] {
+            if let Some(parent) = root.join(rel).parent() {
+                fsio::create_dir_durable(parent)?;
+            }
+        }
         for (tmp, rel) in [(&tmp_pq, &rel_pq), (&tmp_keys, &rel_keys)] {
             let to = root.join(rel);
             files.push(to.clone());
             fsio::rename_durable(tmp, &to)?;
         }
         Ok(SegmentEntry {
-            table: table.name().to_string(),
+            table,
             path: rel_pq,
             keys_path: rel_keys,
             partition,
@@ -577,7 +585,7 @@ impl StoreWriter {
         if bins.is_empty() {
             return Ok(stats);
         }
-        let mut entry = self.new_entry("compact");
+        let mut entry = Entry::new(true);
         let mut files = Vec::new();
         let merged = (|| {
             for (table, bin) in &bins {
@@ -593,7 +601,7 @@ impl StoreWriter {
             return Err(e);
         }
         self.publish(&entry, &files)?;
-        stats.version = Some(entry.version);
+        stats.version = Some(self.store.state.version());
         Ok(stats)
     }
 
@@ -616,7 +624,7 @@ impl StoreWriter {
         Ok((tc.written, tc.segments))
     }
 
-    /// Deletes what a crashed writer left: temp files and segment files that no log entry
+    /// Deletes what a crashed writer left: temp files and segment files that no Delta log
     /// references; then expired removed files.
     fn recover(&mut self) -> Result<(), StoreError> {
         let root = self.store.root.clone();
@@ -624,21 +632,32 @@ impl StoreWriter {
         for path in list_files(&tmp_dir)? {
             fsio::remove_if_exists(&path)?;
         }
-        for path in list_files(&root.join(super::log::LOG_DIR))? {
-            if path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(".tmp-"))
-            {
-                fsio::remove_if_exists(&path)?;
-            }
-        }
         let referenced: HashSet<String> = self.store.state.referenced_files();
         for table in Table::ALL {
             let table_dir = root.join(table.name());
-            let mut dirs = vec![table_dir.clone()];
-            for p in list_dirs(&table_dir)? {
-                dirs.push(p);
+            // A commit file delta-rs was writing when the writer died (published by an
+            // atomic rename, so a leftover temp file is never part of the log).
+            for path in list_files(&table_dir.join(delta::DELTA_LOG_DIR))? {
+                if path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("_commit_") && n.ends_with(".tmp"))
+                {
+                    fsio::remove_if_exists(&path)?;
+                }
+            }
+            let keys_dir = table_dir.join(delta::KEYS_DIR);
+            let mut dirs = vec![table_dir.clone(), keys_dir.clone()];
+            for p in list_dirs(&table_dir)?
+                .into_iter()
+                .chain(list_dirs(&keys_dir)?)
+            {
+                if p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("date="))
+                {
+                    dirs.push(p);
+                }
             }
             for dir in dirs {
                 for path in list_files(&dir)? {
@@ -662,12 +681,19 @@ impl StoreWriter {
         self.vacuum()
     }
 
-    /// Deletes removed files whose retention has passed.
+    /// Deletes removed files whose retention has passed, skipping those an earlier
+    /// vacuum deleted (a stream's day of compactions leaves many thousand tombstones in
+    /// the log, and the writer opens once per micro-batch).
     fn vacuum(&mut self) -> Result<(), StoreError> {
         let cutoff = now_ms() - self.options.retention.as_millis() as i64;
         let root = self.store.root.clone();
         let mut keep = Vec::new();
         for t in std::mem::take(&mut self.store.state.tombstones) {
+            // Strictly before: a file removed in the very millisecond of the last vacuum
+            // may have been removed after it.
+            if t.removed_ms < self.vacuumed_until {
+                continue;
+            }
             if t.removed_ms <= cutoff {
                 fsio::remove_if_exists(&root.join(&t.path))?;
             } else {
@@ -675,12 +701,28 @@ impl StoreWriter {
             }
         }
         self.store.state.tombstones = keep;
+        if cutoff > self.vacuumed_until {
+            // Not synced: a lost or torn marker only makes the next vacuum try again.
+            let path = root.join(VACUUMED_FILE);
+            std::fs::write(&path, cutoff.to_string())
+                .map_err(|e| StoreError::io("write", &path, e))?;
+            self.vacuumed_until = cutoff;
+        }
         Ok(())
     }
 }
 
+/// The time up to which the store at `root` was vacuumed (`i64::MIN` when never, or when
+/// the marker cannot be read: then everything is tried again).
+fn read_vacuumed_until(root: &Path) -> i64 {
+    std::fs::read_to_string(root.join(VACUUMED_FILE))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(i64::MIN)
+}
+
 /// Best-effort removal of files of a failed commit (orphans are also removed on next open).
-fn discard(files: &[PathBuf]) {
+fn discard<P: AsRef<Path>>(files: impl IntoIterator<Item = P>) {
     for f in files {
         let _ = fs::remove_file(f);
     }

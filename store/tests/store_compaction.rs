@@ -96,14 +96,12 @@ fn commits_compact_automatically_and_expired_files_are_deleted() {
         rows(&read_table(&store, Table::Metrics)),
         rows(&[metrics(0..3_000, BASE_NS)])
     );
-    // With zero retention the merged-away files are gone from disk.
-    let part = store.segments(Table::Metrics)[0]
-        .path
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let files = std::fs::read_dir(&part).unwrap().count();
-    assert_eq!(files, 2 * store.segments(Table::Metrics).len());
+    // With zero retention the merged-away files (rows and keys) are gone from disk.
+    let live = store.segments(Table::Metrics);
+    for dir in [live[0].path.parent(), live[0].keys_path.parent()] {
+        let files = std::fs::read_dir(dir.unwrap()).unwrap().count();
+        assert_eq!(files, live.len(), "{}", dir.unwrap().display());
+    }
 }
 
 fn slowdowns(ids: &[&str]) -> RecordBatch {
@@ -167,4 +165,42 @@ fn replacing_a_derived_table_swaps_all_its_rows_at_once() {
     assert_eq!(w.store().version(), v + 1);
     w.replace_tables(vec![(Table::Slowdowns, vec![])]).unwrap();
     assert_eq!(Store::open(dir.path()).unwrap().rows(Table::Slowdowns), 0);
+}
+
+/// Files a compaction removed stay on disk for their retention across writer reopens
+/// (their tombstones come back from the Delta log), are deleted by the first writer open
+/// after it, and a later vacuum does not need them again.
+#[test]
+fn removed_files_outlive_a_reopen_until_their_retention_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = WriterOptions {
+        auto_compact_segments: 0,
+        retention: Duration::from_millis(1_500),
+        ..WriterOptions::default()
+    };
+    let mut w = StoreWriter::open_with(dir.path(), opts.clone()).unwrap();
+    for k in 0..3 {
+        w.append(Table::Metrics, metrics(k * 100..(k + 1) * 100, BASE_NS))
+            .unwrap();
+        w.commit(&[]).unwrap();
+    }
+    let before = w.store().segments(Table::Metrics);
+    assert_eq!(w.compact().unwrap().segments_removed, 3);
+    drop(w);
+    let on_disk = |s: &whyslow_store::SegmentInfo| s.path.is_file() && s.keys_path.is_file();
+    drop(StoreWriter::open_with(dir.path(), opts.clone()).unwrap());
+    assert!(before.iter().all(on_disk), "kept for running readers");
+    std::thread::sleep(Duration::from_millis(1_600));
+    drop(StoreWriter::open_with(dir.path(), opts.clone()).unwrap());
+    assert!(
+        !before
+            .iter()
+            .any(|s| s.path.exists() || s.keys_path.exists())
+    );
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(
+        rows(&read_table(&store, Table::Metrics)),
+        rows(&[metrics(0..300, BASE_NS)])
+    );
+    assert!(store.segments(Table::Metrics).iter().all(on_disk));
 }

@@ -237,7 +237,7 @@ fn commits_survive_sigkill_at_random_moments() {
         for e in std::fs::read_dir(&d).unwrap() {
             let p = e.unwrap().path();
             if p.is_dir() {
-                if !p.ends_with("_log") {
+                if !p.ends_with("_delta_log") {
                     stack.push(p);
                 }
             } else if p.extension().is_some_and(|x| x == "parquet" || x == "keys") {
@@ -245,7 +245,12 @@ fn commits_survive_sigkill_at_random_moments() {
             }
         }
     }
-    assert_eq!(on_disk, visible);
+    let extra: Vec<_> = on_disk.difference(&visible).collect();
+    let missing: Vec<_> = visible.difference(&on_disk).collect();
+    assert!(
+        extra.is_empty() && missing.is_empty(),
+        "on disk, not visible: {extra:?}; visible, not on disk: {missing:?}"
+    );
     assert!(
         std::fs::read_dir(root.join("_tmp"))
             .map(|d| d.count())

@@ -26,7 +26,8 @@ fn round_trip_keeps_every_row_and_partitions_by_day() {
     w.append(Table::Events, e.clone()).unwrap();
     w.append(Table::DeadLetters, d.clone()).unwrap();
     let stats = w.commit(&[]).unwrap();
-    assert_eq!(stats.version, Some(1));
+    // Three tables created (version 0) and committed to (version 1).
+    assert_eq!(stats.version, Some(3));
     assert_eq!(stats.tables[&Table::Metrics].written, 5_000);
     assert_eq!(stats.tables[&Table::Events].written, 300);
     assert_eq!(stats.tables[&Table::DeadLetters].written, 10);
@@ -241,6 +242,7 @@ fn kafka_offsets_round_trip_with_their_commits() {
         .unwrap();
     let s = w.commit(&[off("k8s-events", 0, 20)]).unwrap();
     assert_eq!(s.written(), 0);
+    // `events` went from version 1 to 2, the only table.
     assert_eq!(s.version, Some(2));
     drop(w);
     let store = Store::open(dir.path()).unwrap();
@@ -322,7 +324,7 @@ fn many_versions_checkpoint_and_still_replay() {
     }
     let expected_segments = w.store().segments(Table::Events).len();
     drop(w);
-    let log = dir.path().join("_log");
+    let log = dir.path().join("events/_delta_log");
     let checkpoints = std::fs::read_dir(&log)
         .unwrap()
         .filter(|e| {
@@ -330,7 +332,7 @@ fn many_versions_checkpoint_and_still_replay() {
                 .unwrap()
                 .file_name()
                 .to_string_lossy()
-                .ends_with(".checkpoint.json")
+                .ends_with(".checkpoint.parquet")
         })
         .count();
     assert!(checkpoints >= 1);

@@ -1,8 +1,10 @@
 //! The consumer-group member: Kafka → micro-batches → store, with offsets committed to
 //! Kafka only after the store segment holding them is committed.
 //!
-//! Delivery: the store records, in the same atomic log entry as the segments, the next
-//! offset of every partition it holds. On assignment the consumer starts each partition
+//! Delivery: the store records the next offset of every partition it holds in the same
+//! Delta commit as the batch's `events` rows, after the batch's other tables are
+//! committed (a crash between them leaves rows that the re-read batch drops as
+//! duplicates). On assignment the consumer starts each partition
 //! at the store's offset, and any message below it is skipped as redelivered, so a crash
 //! at any moment (before or after either commit) loses nothing and duplicates nothing.
 //! A record a decoder still holds across messages (an open traceback) keeps the recorded
