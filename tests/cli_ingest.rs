@@ -195,6 +195,86 @@ fn a_store_url_it_cannot_use_is_refused_and_nothing_is_created() {
     }
 }
 
+/// Stores whyslow must not write into: a Delta table of another schema where one of its
+/// tables belongs (made by Python `deltalake`, as another tool would), and a store of the
+/// layout before Delta tables (`_log/`). Every command refuses in one sentence naming
+/// what is wrong, exits non-zero and writes nothing.
+#[test]
+fn a_foreign_delta_table_or_an_old_layout_is_refused_and_nothing_is_written() {
+    if std::env::var("WHYSLOW_SKIP_PYTHON").is_ok_and(|v| v == "1") {
+        println!("SKIPPED: WHYSLOW_SKIP_PYTHON=1");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(&input, generate(100, 0).0).unwrap();
+    let foreign = dir.path().join("foreign");
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, pyarrow as pa; from deltalake import write_deltalake; \
+             write_deltalake(sys.argv[1], pa.table({'id': [1, 2], 'payload': ['a', 'b']}))",
+        ])
+        .arg(foreign.join("events"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "python deltalake: {}",
+        text(&out.stderr)
+    );
+    let old = dir.path().join("old");
+    std::fs::create_dir_all(old.join("_log")).unwrap();
+    let listing = |store: &Path| -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stack = vec![store.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p.clone());
+                }
+                let rel = p.strip_prefix(store).unwrap().display().to_string();
+                // The writer's lock file aside.
+                if rel != "_lock" {
+                    out.push(rel);
+                }
+            }
+        }
+        out.sort();
+        out
+    };
+    for (store, says) in [
+        (&foreign, "cannot hold whyslow's events table"),
+        (&old, "older whyslow"),
+    ] {
+        for args in [
+            vec!["ingest", "--format", "envelope", "--no-progress"],
+            vec!["sql", "SELECT count(*) FROM events"],
+            vec!["report"],
+            vec!["replay"],
+        ] {
+            let before = listing(store);
+            let mut c = whyslow(store);
+            c.args(&args);
+            if args[0] == "ingest" {
+                c.arg(&input);
+            }
+            let out = c.output().unwrap();
+            let err = text(&out.stderr);
+            assert!(!out.status.success(), "{args:?}: {err}");
+            assert!(err.contains(says), "{args:?}: {err}");
+            assert_eq!(err.trim().lines().count(), 1, "one sentence: {err}");
+            assert_eq!(
+                listing(store),
+                before,
+                "{args:?} wrote into {}",
+                store.display()
+            );
+        }
+    }
+}
+
 /// Commits of rows to the `events` Delta table (its creation, version 0, left out).
 fn log_entries(store: &Path) -> usize {
     std::fs::read_dir(store.join("events/_delta_log"))

@@ -112,9 +112,13 @@ pub(crate) fn is_table(dir: &Path) -> bool {
     dir.join(DELTA_LOG_DIR).is_dir()
 }
 
-/// The Delta table in `dir` as its log says now (no state when there is no table yet).
+/// The Delta table in `dir` as its log says now (no state when there is no table yet:
+/// then the log is not read at all, which delta-rs would report as an error in the log).
 pub(crate) async fn load_table(dir: &Path) -> Result<DeltaTable, DeltaTableError> {
     let url = deltalake_core::ensure_table_uri(dir.to_string_lossy())?;
+    if !is_table(dir) {
+        return deltalake_core::DeltaTableBuilder::from_url(url)?.build();
+    }
     DeltaTable::try_from_url(url).await
 }
 
@@ -170,7 +174,7 @@ pub(crate) fn check_schema(table: Table, dir: &Path, delta: &DeltaTable) -> Resu
             .find(|(w, f)| Some(*w) != *f);
         match mismatch {
             Some((w, Some(f))) => format!(
-                "column {} is {:?} where whyslow writes {} {:?}",
+                "column {} is {} where whyslow writes {} {}",
                 f.name(),
                 f.data_type(),
                 w.name(),

@@ -136,7 +136,9 @@ impl State {
         if old.is_dir() {
             return Err(StoreError::OldLayout {
                 path: root.to_path_buf(),
-                detail: format!("its commit log {} predates Delta tables", old.display()),
+                detail: format!(
+                    "it has a `{OLD_LOG_DIR}/` commit log, the layout before Delta tables"
+                ),
             });
         }
         let mut state = State::default();
