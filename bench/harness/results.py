@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 import platform
 from pathlib import Path
 
@@ -297,7 +298,7 @@ def render(size, versions: dict, sections: dict, scenario: str, when: str) -> st
         "",
         f"Machine: {machine()}. Builds: {versions['whyslow']}; DuckDB {versions['duckdb']}, "
         f"pyarrow {versions['pyarrow']} (PyPI). Load average (1 min): {versions.get('load', '?')}. "
-        f"Command: `bench/run --size {size.name}`.",
+        f"Command: `bench/run {' '.join(sys.argv[1:])}`.",
         "",
         "## Targets",
         "",

@@ -216,6 +216,17 @@ fn turn_latency(
         drop(w);
         whole.push(t.elapsed().as_secs_f64() * 1e3);
     }
+    // What opening costs, apart from committing: a reader (the tables' Delta logs) and a
+    // writer (the logs with their removed files, the lock, the orphan scan).
+    let (mut reader, mut writer) = (Vec::with_capacity(50), Vec::with_capacity(50));
+    for _ in 0..50 {
+        let t = Instant::now();
+        drop(whyslow_store::Store::open(root)?);
+        reader.push(t.elapsed().as_secs_f64() * 1e3);
+        let t = Instant::now();
+        drop(StoreWriter::open(root)?);
+        writer.push(t.elapsed().as_secs_f64() * 1e3);
+    }
     let pct = |v: &mut Vec<f64>, p: f64| {
         v.sort_by(f64::total_cmp);
         v[((v.len() as f64 * p).ceil() as usize).clamp(1, v.len()) - 1]
@@ -226,6 +237,8 @@ fn turn_latency(
     for (name, v) in [
         ("  whole turn", &mut whole),
         ("  commit alone", &mut commit),
+        ("  open as reader", &mut reader),
+        ("  open as writer", &mut writer),
     ] {
         println!(
             "{name:<22} p50 {:.1} ms  p99 {:.1} ms  max {:.1} ms",

@@ -317,11 +317,11 @@ fn add_action(table: Table, s: &SegmentEntry, data_change: bool, now_ms: i64) ->
         tags.insert(TAG_MIN_TIME_NS.to_string(), Some(lo.to_string()));
         tags.insert(TAG_MAX_TIME_NS.to_string(), Some(hi.to_string()));
     }
-    let partition_values = s
-        .partition
-        .iter()
-        .map(|day| (PARTITION_COLUMN.to_string(), Some(day.clone())))
-        .collect();
+    // A partitioned table names its partition column in every file, null or not.
+    let partition_values = match table.time_column() {
+        Some(_) => [(PARTITION_COLUMN.to_string(), s.partition.clone())].into(),
+        None => Default::default(),
+    };
     Add {
         path: in_table(table, &s.path),
         partition_values,

@@ -270,7 +270,7 @@ impl StoreWriter {
         self.publish(&entry, &files)?;
         stats.version = Some(self.store.state.version());
         if self.options.auto_compact_segments > 0 {
-            let c = self.compact_partitions(self.options.auto_compact_segments.max(2))?;
+            let c = self.compact_partitions(self.options.auto_compact_segments.max(2), true)?;
             if c.version.is_some() {
                 stats.compaction = Some(c);
             }
@@ -379,7 +379,7 @@ impl StoreWriter {
 
     /// Merges the small segments of every partition that has at least two of them.
     pub fn compact(&mut self) -> Result<CompactStats, StoreError> {
-        self.compact_partitions(2)
+        self.compact_partitions(2, false)
     }
 
     /// Commits `entry` (one Delta commit per table it touches), then deletes expired
@@ -554,14 +554,30 @@ impl StoreWriter {
     }
 
     /// Merges small segments of partitions that hold at least `min_count` of them.
-    fn compact_partitions(&mut self, min_count: usize) -> Result<CompactStats, StoreError> {
+    /// `tiered` (the automatic compaction after commits): only segments of one size class
+    /// are merged together, a class being a power of `min_count` rows, so a row is
+    /// rewritten once per class it climbs (a few times) instead of with every merge until
+    /// its segment stops being small; manual compaction merges every small segment.
+    fn compact_partitions(
+        &mut self,
+        min_count: usize,
+        tiered: bool,
+    ) -> Result<CompactStats, StoreError> {
         let small = self.options.small_segment_rows;
         let target = self.options.target_segment_rows.max(1);
         let mut bins: Vec<(Table, Vec<SegmentEntry>)> = Vec::new();
         for (&table, segs) in &self.store.state.segments {
-            let mut by_part: BTreeMap<Option<String>, Vec<&SegmentEntry>> = BTreeMap::new();
+            let mut by_part: BTreeMap<(Option<String>, u32), Vec<&SegmentEntry>> = BTreeMap::new();
             for s in segs.iter().filter(|s| s.rows < small) {
-                by_part.entry(s.partition.clone()).or_default().push(s);
+                let class = if tiered {
+                    size_class(s.rows, min_count)
+                } else {
+                    0
+                };
+                by_part
+                    .entry((s.partition.clone(), class))
+                    .or_default()
+                    .push(s);
             }
             for group in by_part
                 .into_values()
@@ -712,6 +728,17 @@ impl StoreWriter {
     }
 }
 
+/// The size class of a segment of `rows` rows: `k` for `base^k <= rows < base^(k+1)`.
+fn size_class(rows: u64, base: usize) -> u32 {
+    let base = (base as u64).max(2);
+    let (mut class, mut rest) = (0, rows);
+    while rest >= base {
+        rest /= base;
+        class += 1;
+    }
+    class
+}
+
 /// The time up to which the store at `root` was vacuumed (`i64::MIN` when never, or when
 /// the marker cannot be read: then everything is tried again).
 fn read_vacuumed_until(root: &Path) -> i64 {
@@ -753,4 +780,23 @@ fn list_files(dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
 
 fn list_dirs(dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
     list_entries(dir, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size_class;
+
+    #[test]
+    fn size_classes_are_powers_of_the_base() {
+        let classes: Vec<u32> = [0, 1, 15, 16, 255, 256, 2_560, 40_960, 655_360]
+            .into_iter()
+            .map(|rows| size_class(rows, 16))
+            .collect();
+        assert_eq!(classes, [0, 0, 0, 1, 1, 2, 2, 3, 4]);
+        assert_eq!(
+            size_class(100, 1),
+            size_class(100, 2),
+            "a base below 2 is 2"
+        );
+    }
 }

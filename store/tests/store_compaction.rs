@@ -88,9 +88,29 @@ fn commits_compact_automatically_and_expired_files_are_deleted() {
             .unwrap();
         let s = w.commit(&[]).unwrap();
         compactions += usize::from(s.compaction.is_some());
-        assert!(w.store().segments(Table::Metrics).len() < 4);
+        // Merged in size classes (powers of 4 rows): 100-row segments merge four at a
+        // time into 400-row ones, four of those into 1600 rows. After a commit at most
+        // one class (the one a merge just fed) holds four; the next commit merges it.
+        let mut per_class = std::collections::BTreeMap::new();
+        for seg in w.store().segments(Table::Metrics) {
+            *per_class.entry(seg.rows.ilog(4)).or_insert(0) += 1;
+        }
+        assert!(per_class.values().all(|&n| n <= 4), "{per_class:?}");
+        assert!(
+            per_class.values().filter(|&&n| n == 4).count() <= 1,
+            "{per_class:?}"
+        );
     }
-    assert!(compactions >= 9, "{compactions}");
+    // 100-row merges at commits 4, 8, … 28 (7), one 400-row merge after the fourth.
+    assert_eq!(compactions, 8);
+    let sizes: Vec<u64> = w
+        .store()
+        .segments(Table::Metrics)
+        .iter()
+        .map(|s| s.rows)
+        .collect();
+    assert_eq!(sizes.iter().sum::<u64>(), 3_000);
+    assert!(sizes.len() <= 6, "{sizes:?}");
     let store = Store::open(dir.path()).unwrap();
     assert_eq!(
         rows(&read_table(&store, Table::Metrics)),
