@@ -99,7 +99,7 @@ where
     }))
 }
 
-/// The error of `table`'s Delta table in `dir`.
+/// A delta-rs failure on the Delta table in `dir`, as the store reports it.
 pub(crate) fn error(dir: &Path, source: DeltaTableError) -> StoreError {
     StoreError::Delta {
         path: dir.to_path_buf(),

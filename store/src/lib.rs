@@ -73,7 +73,7 @@ pub enum StoreError {
     /// A store file does not hold what the format says it must.
     #[error("corrupt {what} {path}: {detail}")]
     Corrupt {
-        /// Which kind of file (`log entry`, `checkpoint`, `key file`).
+        /// Which kind of file (`Delta log`, `key file`).
         what: &'static str,
         /// The file.
         path: PathBuf,

@@ -182,11 +182,12 @@ impl State {
             for (path, removed_ms) in removed {
                 state.tombstone(table, &path, removed_ms.unwrap_or(0));
             }
-            state.offsets = offsets
-                .into_iter()
-                .filter_map(|(app, next)| Some((delta::parse_kafka_app_id(&app)?, next)))
-                .chain(std::mem::take(&mut state.offsets))
-                .collect();
+            // Only the anchor's: application ids of other writers are left out.
+            state.offsets.extend(
+                offsets
+                    .into_iter()
+                    .filter_map(|(app, next)| Some((delta::parse_kafka_app_id(&app)?, next))),
+            );
             state.segments.insert(table, segments);
             state.deltas.insert(table, delta);
         }
