@@ -236,12 +236,11 @@ impl State {
         for s in &entry.add {
             added.entry(s.table).or_default().push(s.clone());
         }
+        let leaving: HashSet<&str> = entry.remove.iter().map(String::as_str).collect();
         let mut removed: BTreeMap<Table, Vec<SegmentEntry>> = BTreeMap::new();
-        for rel in &entry.remove {
-            for (table, segs) in &self.segments {
-                if let Some(s) = segs.iter().find(|s| &s.path == rel) {
-                    removed.entry(*table).or_default().push(s.clone());
-                }
+        for (table, segs) in &self.segments {
+            for s in segs.iter().filter(|s| leaving.contains(s.path.as_str())) {
+                removed.entry(*table).or_default().push(s.clone());
             }
         }
         let touched: HashSet<Table> = added.keys().chain(removed.keys()).copied().collect();
