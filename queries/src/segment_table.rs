@@ -61,13 +61,35 @@ impl SegmentTable {
     }
 }
 
-fn partitioned_file(s: &Segment) -> Result<PartitionedFile> {
-    let location = ObjectPath::from_absolute_path(&s.path).map_err(|e| {
+/// Where a segment is for DataFusion: the object store it is in (the local filesystem,
+/// or the bucket of an `s3://` or `gs://` URL) and its path there.
+fn locate(path: &std::path::Path) -> Result<(ObjectStoreUrl, ObjectPath)> {
+    let unusable = |e: &dyn std::fmt::Display| {
         DataFusionError::Execution(format!(
             "segment path {} is not usable: {e}",
-            s.path.display()
+            path.display()
         ))
-    })?;
+    };
+    let bucket = path.to_str().and_then(|text| {
+        let (scheme, rest) = text.split_once("://")?;
+        matches!(scheme, "s3" | "s3a" | "gs").then_some((scheme, rest))
+    });
+    match bucket {
+        Some((scheme, rest)) => {
+            let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+            let url = ObjectStoreUrl::parse(format!("{scheme}://{bucket}"))?;
+            let key = ObjectPath::parse(key).map_err(|e| unusable(&e))?;
+            Ok((url, key))
+        }
+        None => Ok((
+            ObjectStoreUrl::local_filesystem(),
+            ObjectPath::from_absolute_path(path).map_err(|e| unusable(&e))?,
+        )),
+    }
+}
+
+fn partitioned_file(s: &Segment) -> Result<PartitionedFile> {
+    let (_, location) = locate(&s.path)?;
     Ok(PartitionedFile::new_from_meta(ObjectMeta {
         location,
         // Segments are immutable once committed, so a fixed time is a valid cache key.
@@ -142,8 +164,10 @@ impl TableProvider for SegmentTable {
             .with_total_byte_size(Precision::Inexact(
                 usize::try_from(bytes).unwrap_or(usize::MAX),
             ));
+        // Every segment of a store is under its root: one object store for them all.
+        let (store_url, _) = locate(&chosen[0].path)?;
         let source = Arc::new(ParquetSource::new(self.schema.clone()));
-        let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), source)
+        let config = FileScanConfigBuilder::new(store_url, source)
             .with_file_groups(groups)
             .with_statistics(statistics)
             .with_projection_indices(projection.cloned())?

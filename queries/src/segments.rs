@@ -27,6 +27,17 @@ pub struct Segment {
 pub trait SegmentSource {
     /// The committed segments of `table`, in any order.
     fn segments(&self, table: Table) -> Vec<Segment>;
+
+    /// The object store bucket the segments are in (`s3://bucket` and its client), when
+    /// they are not local files.
+    fn object_store(
+        &self,
+    ) -> Option<(
+        datafusion::execution::object_store::ObjectStoreUrl,
+        std::sync::Arc<dyn datafusion::object_store::ObjectStore>,
+    )> {
+        None
+    }
 }
 
 /// A fixed list of segments per table.

@@ -82,6 +82,9 @@ pub async fn session_over_limited(
             ctx
         }
     };
+    if let Some((url, store)) = source.object_store() {
+        ctx.register_object_store(url.as_ref(), store);
+    }
     for table in Table::ALL {
         let provider = SegmentTable::new(table, source.segments(table));
         ctx.register_table(table.name(), Arc::new(provider))?;

@@ -1,8 +1,11 @@
-//! Opening a session over a store directory, through the store's manifest.
+//! Opening a session over a store (a directory or a bucket), through the store's manifest.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use datafusion::execution::context::SessionContext;
+use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::object_store::ObjectStore;
 use whyslow_schemas::Table;
 use whyslow_store::Store;
 
@@ -22,6 +25,13 @@ impl SegmentSource for Store {
                 max_time_ns: s.max_time_ns,
             })
             .collect()
+    }
+
+    fn object_store(&self) -> Option<(ObjectStoreUrl, Arc<dyn ObjectStore>)> {
+        let (url, store) = Store::object_store(self)?;
+        // A bucket URL (`scheme://bucket`) is always a valid object store URL.
+        let url = ObjectStoreUrl::parse(url.as_str()).ok()?;
+        Some((url, store))
     }
 }
 

@@ -21,6 +21,7 @@ use deltalake_core::{DeltaTable, DeltaTableError};
 use whyslow_schemas::Table;
 
 use super::StoreError;
+use super::location::Root;
 use super::state::{SegmentEntry, is_inside_store};
 
 /// The partition column: the UTC day of the table's time column, `YYYY-MM-DD`.
@@ -107,27 +108,108 @@ pub(crate) fn error(dir: &Path, source: DeltaTableError) -> StoreError {
     }
 }
 
-/// Whether `dir` holds a Delta table (a `_delta_log` directory).
-pub(crate) fn is_table(dir: &Path) -> bool {
-    dir.join(DELTA_LOG_DIR).is_dir()
-}
+/// The Delta log factory for buckets (`s3://`, `gs://`): delta-rs' default log store,
+/// which commits with a put that fails when the commit file exists (S3 and GCS both honour
+/// it), over the object store the store builds itself from the environment.
+#[derive(Debug, Default)]
+struct BucketLogStores;
 
-/// The Delta table in `dir` as its log says now (no state when there is no table yet:
-/// then the log is not read at all, which delta-rs would report as an error in the log).
-pub(crate) async fn load_table(dir: &Path) -> Result<DeltaTable, DeltaTableError> {
-    let url = deltalake_core::ensure_table_uri(dir.to_string_lossy())?;
-    if !is_table(dir) {
-        return deltalake_core::DeltaTableBuilder::from_url(url)?.build();
+impl deltalake_core::logstore::LogStoreFactory for BucketLogStores {
+    fn with_options(
+        &self,
+        prefixed_store: deltalake_core::logstore::ObjectStoreRef,
+        root_store: deltalake_core::logstore::ObjectStoreRef,
+        location: &url::Url,
+        options: &deltalake_core::logstore::StorageConfig,
+    ) -> deltalake_core::DeltaResult<Arc<dyn deltalake_core::logstore::LogStore>> {
+        Ok(deltalake_core::logstore::default_logstore(
+            prefixed_store,
+            root_store,
+            location,
+            options,
+        ))
     }
-    DeltaTable::try_from_url(url).await
 }
 
-/// Opens `table`'s Delta table in `dir`, creating it (schema, partition column) when it
-/// does not exist yet; a table there with another schema is refused.
-pub(crate) async fn open_or_create(table: Table, dir: &Path) -> Result<DeltaTable, StoreError> {
+/// Registers [`BucketLogStores`] for the bucket schemes, once per process.
+fn register_bucket_schemes() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let factory = Arc::new(BucketLogStores);
+        for scheme in ["s3://", "s3a://", "gs://"] {
+            if let Ok(url) = url::Url::parse(scheme) {
+                deltalake_core::logstore::logstore_factories().insert(url, factory.clone());
+            }
+        }
+    });
+}
+
+/// Where `table`'s Delta table of the store at `root` is, as a path for messages.
+pub(crate) fn table_dir(root: &Root, table: Table) -> PathBuf {
+    root.display_path().join(table.name())
+}
+
+/// Whether `table` has a Delta table under `root` (a `_delta_log` with anything in it).
+pub(crate) async fn is_table(root: &Root, table: Table) -> Result<bool, StoreError> {
+    match root {
+        Root::Local(dir) => Ok(dir.join(table.name()).join(DELTA_LOG_DIR).is_dir()),
+        Root::Remote(remote) => {
+            let rel = format!("{}/{DELTA_LOG_DIR}/", table.name());
+            let prefix = remote.object(&rel);
+            let mut listing = remote.store.list(Some(&prefix));
+            match futures::TryStreamExt::try_next(&mut listing).await {
+                Ok(first) => Ok(first.is_some()),
+                Err(e) => Err(StoreError::Object {
+                    op: "list",
+                    path: table_dir(root, table).join(DELTA_LOG_DIR),
+                    source: Box::new(e),
+                }),
+            }
+        }
+    }
+}
+
+/// `table`'s Delta table under `root` as its log says now; when `exists` is false, an
+/// empty handle (the log is not read at all, which delta-rs would report as an error).
+pub(crate) async fn load_table(
+    root: &Root,
+    table: Table,
+    exists: bool,
+) -> Result<DeltaTable, DeltaTableError> {
+    let builder = match root {
+        Root::Local(dir) => {
+            let url = deltalake_core::ensure_table_uri(dir.join(table.name()).to_string_lossy())?;
+            deltalake_core::DeltaTableBuilder::from_url(url)?
+        }
+        Root::Remote(remote) => {
+            register_bucket_schemes();
+            let text = format!(
+                "{}/{}/",
+                remote.url.as_str().trim_end_matches('/'),
+                table.name()
+            );
+            let url = url::Url::parse(&text)
+                .map_err(|e| DeltaTableError::InvalidTableLocation(format!("{text}: {e}")))?;
+            deltalake_core::DeltaTableBuilder::from_url(url.clone())?
+                .with_storage_backend(remote.store.clone(), url)
+        }
+    };
+    if !exists {
+        return builder.build();
+    }
+    builder.load().await
+}
+
+/// Opens `table`'s Delta table under `root`, creating it (schema, partition column) when
+/// it does not exist yet; a table there with another schema is refused.
+pub(crate) async fn open_or_create(table: Table, root: &Root) -> Result<DeltaTable, StoreError> {
+    let dir = &table_dir(root, table);
     let err = |e| error(dir, e);
-    std::fs::create_dir_all(dir).map_err(|e| StoreError::io("create", dir, e))?;
-    let existing = load_table(dir).await.map_err(err)?;
+    if let Root::Local(_) = root {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::io("create", dir, e))?;
+    }
+    let exists = is_table(root, table).await?;
+    let existing = load_table(root, table, exists).await.map_err(err)?;
     let delta = if existing.version().is_some() {
         existing
     } else {
@@ -146,7 +228,7 @@ pub(crate) async fn open_or_create(table: Table, dir: &Path) -> Result<DeltaTabl
         match created {
             Ok(created) => created,
             // Another writer may have created it first: read theirs, else the error.
-            Err(e) => match load_table(dir).await.map_err(err)? {
+            Err(e) => match load_table(root, table, true).await.map_err(err)? {
                 theirs if theirs.version().is_some() => theirs,
                 _ => return Err(err(e)),
             },
@@ -261,10 +343,18 @@ pub(crate) async fn commit(
             target_size: added.iter().map(|s| s.bytes as i64).max().unwrap_or(0),
         },
     };
+    // A compaction lands only on the version it was planned on: delta-rs' conflict check
+    // lets two commits remove the same file when neither changes data, so a compaction
+    // retried over another writer's compaction of the same segments would keep their
+    // rows twice. One that loses the race is dropped; the next commit plans again.
+    let retries = match change {
+        Change::Compact => 0,
+        Change::Append | Change::Overwrite => MAX_COMMIT_RETRIES,
+    };
     let properties = CommitProperties::default()
         .with_application_transactions(txns)
         .with_create_checkpoint(false)
-        .with_max_retries(MAX_COMMIT_RETRIES);
+        .with_max_retries(retries);
     let done = CommitBuilder::from(properties)
         .with_actions(actions)
         .build(Some(snapshot), delta.log_store(), operation)

@@ -10,17 +10,24 @@
 //! <root>/<table>/_delta_log/                       the table's Delta log (commits, checkpoints)
 //! <root>/<table>/date=YYYY-MM-DD/<id>.parquet      rows (zstd; sorted; row-group and page statistics)
 //! <root>/<table>/_keys/date=YYYY-MM-DD/<id>.keys   sorted row identities of that segment (dedupe)
-//! <root>/_lock                                     held (flock) by the single writer
+//! <root>/_lock                                     held (flock) by the single writer (directories)
 //! <root>/_tmp/                                     files being written; removed by the writer on open
 //! <root>/_vacuumed_until                           time up to which removed files are deleted
 //! ```
 //!
+//! The root is a local directory, or a prefix in an S3 or GCS bucket (`s3://bucket/prefix`).
+//! A directory has one writer at a time (the lock); a bucket has any number, on any hosts,
+//! committing with Delta's optimistic concurrency (a put that fails if the commit file
+//! exists, then a retry on the newer version), each naming its files uniquely.
+//!
 //! A segment is visible exactly when its table's log adds it and no later commit removes
 //! it; Kafka offsets are `txn` actions of the `events` table's commits. A crash at any
 //! point leaves each table at its last commit, and files no log references are orphans the
-//! writer deletes.
+//! writer deletes (in a bucket, only once they are older than a grace period, since another
+//! writer may be about to commit them).
 
 pub mod delta;
+mod files;
 mod fsio;
 mod keys;
 mod location;
@@ -31,10 +38,11 @@ mod writer;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use whyslow_schemas::Table;
 
-pub use location::local_root;
+pub use location::{Root, local_root};
 pub use state::KafkaOffset;
 pub use writer::{CommitStats, CompactStats, StoreWriter, TableCommit, WriterOptions};
 
@@ -94,15 +102,47 @@ pub enum StoreError {
     },
     /// The store location is a URL of a kind this store cannot keep its files in.
     #[error(
-        "store location '{location}' is a {scheme}:// URL, which this store cannot use: it \
-         keeps its tables in a local directory (or a shared POSIX mount); give a path \
-         (nothing was created)"
+        "store location '{location}' is a {scheme}:// URL, which this store cannot use: give \
+         a directory, s3://bucket/prefix or gs://bucket/prefix (nothing was created)"
     )]
     UnsupportedLocation {
         /// The location as given.
         location: String,
         /// Its URL scheme.
         scheme: String,
+    },
+    /// An object store URL that names no usable bucket, or whose client cannot be built
+    /// from the environment.
+    #[error("store location '{location}' cannot be used: {detail} (nothing was created)")]
+    BadLocation {
+        /// The location as given.
+        location: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A request to the object store failed (unreachable, refused credentials, …).
+    #[error("cannot {op} {path}: {source}")]
+    Object {
+        /// What was being done (`write`, `read`, `list`, `delete`).
+        op: &'static str,
+        /// The object (as a URL).
+        path: PathBuf,
+        /// object_store's error.
+        #[source]
+        source: Box<object_store::Error>,
+    },
+    /// A writer took so long between writing a segment and committing it that another
+    /// writer may already have deleted it as an orphan: nothing was committed.
+    #[error(
+        "store {path}: {secs} s passed between writing segments and committing them, more \
+         than half the orphan grace period (WriterOptions::orphan_grace); nothing was \
+         committed (append the rows again)"
+    )]
+    Stale {
+        /// The store root.
+        path: PathBuf,
+        /// Seconds between the first segment written and the commit.
+        secs: u64,
     },
     /// delta-rs failed to read or commit a table's Delta log.
     #[error("Delta table {path}: {source}")]
@@ -189,6 +229,7 @@ pub struct SegmentInfo {
 #[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
+    location: location::Root,
     state: state::State,
 }
 
@@ -201,15 +242,36 @@ impl Store {
     /// Reads the store at `root`, with the removed files still on disk when `tombstones`
     /// (for the writer, which deletes them once their retention has passed).
     fn load(root: &Path, tombstones: bool) -> Result<Store, StoreError> {
-        let root = &location::local_root(root)?;
-        let root = std::path::absolute(root).map_err(|e| StoreError::io("resolve", root, e))?;
-        let state = state::State::load(&root, tombstones)?;
-        Ok(Store { root, state })
+        Store::load_at(location::Root::parse(root)?, tombstones)
     }
 
-    /// The store's root directory (absolute).
+    /// Reads the committed state of the store at `root` (built with options of its own,
+    /// see [`Root::parse_with`]).
+    pub fn open_root(root: Root) -> Result<Store, StoreError> {
+        Store::load_at(root, false)
+    }
+
+    /// Reads the store at `location` like [`load`](Self::load).
+    fn load_at(location: location::Root, tombstones: bool) -> Result<Store, StoreError> {
+        let state = state::State::load(&location, tombstones)?;
+        Ok(Store {
+            root: location.display_path(),
+            location,
+            state,
+        })
+    }
+
+    /// The store's root directory (absolute), or its URL (`s3://bucket/prefix`) as a path.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The bucket of a store kept in an object store (`scheme://bucket` and its client),
+    /// for readers that fetch the segments themselves; `None` for a local directory.
+    pub fn object_store(&self) -> Option<(url::Url, Arc<dyn object_store::ObjectStore>)> {
+        self.location
+            .remote()
+            .map(|r| (r.bucket_url.clone(), r.store.clone()))
     }
 
     /// The version this view reflects: the sum of the tables' Delta versions (0 = nothing

@@ -211,15 +211,8 @@ pub fn sort_keys(table: Table, batches: &[RecordBatch], keys: &[Vec<Key>]) -> Ve
 
 /// Writes `batch` as a Parquet file at `path` (fsync'd); returns the file size.
 pub fn write_parquet(table: Table, batch: &RecordBatch, path: &Path) -> Result<u64, StoreError> {
-    let pq = |source| StoreError::Parquet {
-        path: path.to_path_buf(),
-        source,
-    };
     let file = File::create(path).map_err(|e| StoreError::io("create", path, e))?;
-    let mut w =
-        ArrowWriter::try_new(file, table.schema(), Some(writer_properties(table))).map_err(pq)?;
-    w.write(batch).map_err(pq)?;
-    let file = w.into_inner().map_err(pq)?;
+    let file = write_parquet_to(table, batch, file, path)?;
     file.sync_all()
         .map_err(|e| StoreError::io("fsync", path, e))?;
     let len = file
@@ -229,10 +222,55 @@ pub fn write_parquet(table: Table, batch: &RecordBatch, path: &Path) -> Result<u
     Ok(len)
 }
 
+/// `batch` as the bytes of a Parquet file (for an object store, which takes files whole);
+/// `path` names it in errors.
+pub fn encode_parquet(
+    table: Table,
+    batch: &RecordBatch,
+    path: &Path,
+) -> Result<Vec<u8>, StoreError> {
+    write_parquet_to(table, batch, Vec::new(), path)
+}
+
+fn write_parquet_to<W: std::io::Write + Send>(
+    table: Table,
+    batch: &RecordBatch,
+    out: W,
+    path: &Path,
+) -> Result<W, StoreError> {
+    let pq = |source| StoreError::Parquet {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut w =
+        ArrowWriter::try_new(out, table.schema(), Some(writer_properties(table))).map_err(pq)?;
+    w.write(batch).map_err(pq)?;
+    w.into_inner().map_err(pq)
+}
+
 /// Reads every row of a Parquet segment of `table`, in the table's schema of today: a
 /// column added since the segment was written (nullable, by the schema's rule) reads as
 /// nulls.
 pub fn read_parquet(table: Table, path: &Path) -> Result<Vec<RecordBatch>, StoreError> {
+    let file = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
+    read_parquet_from(table, file, path)
+}
+
+/// Reads every row of a Parquet segment of `table` held in memory (fetched whole from an
+/// object store); `path` names it in errors.
+pub fn read_parquet_bytes(
+    table: Table,
+    bytes: bytes::Bytes,
+    path: &Path,
+) -> Result<Vec<RecordBatch>, StoreError> {
+    read_parquet_from(table, bytes, path)
+}
+
+fn read_parquet_from<R: parquet::file::reader::ChunkReader + 'static>(
+    table: Table,
+    source: R,
+    path: &Path,
+) -> Result<Vec<RecordBatch>, StoreError> {
     let pq = |source| StoreError::Parquet {
         path: path.to_path_buf(),
         source,
@@ -241,8 +279,7 @@ pub fn read_parquet(table: Table, path: &Path) -> Result<Vec<RecordBatch>, Store
         path: path.to_path_buf(),
         source,
     };
-    let file = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+    let reader = ParquetRecordBatchReaderBuilder::try_new(source)
         .map_err(pq)?
         .with_batch_size(256 * 1024)
         .build()

@@ -1,6 +1,7 @@
 //! Key files: the sorted row identities of one segment, in blocks with an index, so that a
 //! commit can check new rows for duplicates by reading only the blocks whose key range
-//! overlaps them (one block in memory at a time).
+//! overlaps them (one block in memory at a time; whole files when they come from an object
+//! store).
 //!
 //! Layout (little endian): `WSKEYS02`, blocks, an optional dictionary (sorted distinct
 //! hashes, `u64` each), the block index (`first_lead i64, last_lead i64, offset u64,
@@ -11,8 +12,11 @@
 //! timestamp), varint deltas of their ascending positions in the dictionary.
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
 
 use super::StoreError;
 use super::keys::Key;
@@ -94,60 +98,91 @@ struct BlockIndex {
 /// Writes `keys` (sorted, unique) to a new key file at `path`, fsync'd; returns its size.
 pub fn write(path: &Path, keys: &[Key]) -> Result<u64, StoreError> {
     let io = |op, e| StoreError::io(op, path, e);
-    let file = File::create(path).map_err(|e| io("create", e))?;
-    let mut w = BufWriter::new(file);
-    w.write_all(MAGIC).map_err(|e| io("write", e))?;
-    let mut offset = MAGIC.len() as u64;
+    let bytes = encode(keys);
+    let mut file = File::create(path).map_err(|e| io("create", e))?;
+    file.write_all(&bytes).map_err(|e| io("write", e))?;
+    file.sync_all().map_err(|e| io("fsync", e))?;
+    Ok(bytes.len() as u64)
+}
+
+/// `keys` (sorted, unique) as the bytes of a key file.
+pub fn encode(keys: &[Key]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(keys.len() * 2 + 64);
+    out.extend_from_slice(MAGIC);
     let mut distinct: Vec<u64> = keys.iter().map(|k| k.hash).collect();
     distinct.sort_unstable();
     distinct.dedup();
     // A dictionary pays when hashes repeat: a few bytes of position instead of 8 per key.
     let dict = (distinct.len() * 2 <= keys.len()).then_some(distinct);
     let mut index = Vec::with_capacity(keys.len() / BLOCK_KEYS + 1);
-    let mut buf = Vec::new();
     for chunk in keys.chunks(BLOCK_KEYS) {
-        buf.clear();
-        encode_block(chunk, dict.as_deref(), &mut buf);
-        w.write_all(&buf).map_err(|e| io("write", e))?;
+        let offset = out.len() as u64;
+        encode_block(chunk, dict.as_deref(), &mut out);
         index.push(BlockIndex {
             first_lead: chunk[0].lead,
             last_lead: chunk[chunk.len() - 1].lead,
             offset,
-            len: buf.len() as u32,
+            len: (out.len() as u64 - offset) as u32,
             count: chunk.len() as u32,
         });
-        offset += buf.len() as u64;
     }
     let dict = dict.unwrap_or_default();
-    let dict_offset = offset;
-    buf.clear();
+    let dict_offset = out.len() as u64;
     for h in &dict {
-        buf.extend_from_slice(&h.to_le_bytes());
+        out.extend_from_slice(&h.to_le_bytes());
     }
-    offset += buf.len() as u64;
+    let index_offset = out.len() as u64;
     for b in &index {
-        buf.extend_from_slice(&b.first_lead.to_le_bytes());
-        buf.extend_from_slice(&b.last_lead.to_le_bytes());
-        buf.extend_from_slice(&b.offset.to_le_bytes());
-        buf.extend_from_slice(&b.len.to_le_bytes());
-        buf.extend_from_slice(&b.count.to_le_bytes());
+        out.extend_from_slice(&b.first_lead.to_le_bytes());
+        out.extend_from_slice(&b.last_lead.to_le_bytes());
+        out.extend_from_slice(&b.offset.to_le_bytes());
+        out.extend_from_slice(&b.len.to_le_bytes());
+        out.extend_from_slice(&b.count.to_le_bytes());
     }
-    buf.extend_from_slice(&offset.to_le_bytes());
-    buf.extend_from_slice(&(index.len() as u32).to_le_bytes());
-    buf.extend_from_slice(&(keys.len() as u64).to_le_bytes());
-    buf.extend_from_slice(&dict_offset.to_le_bytes());
-    buf.extend_from_slice(&(dict.len() as u64).to_le_bytes());
-    buf.extend_from_slice(MAGIC);
-    w.write_all(&buf).map_err(|e| io("write", e))?;
-    let file = w.into_inner().map_err(|e| io("write", e.into_error()))?;
-    file.sync_all().map_err(|e| io("fsync", e))?;
-    Ok(dict_offset + buf.len() as u64)
+    out.extend_from_slice(&index_offset.to_le_bytes());
+    out.extend_from_slice(&(index.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(keys.len() as u64).to_le_bytes());
+    out.extend_from_slice(&dict_offset.to_le_bytes());
+    out.extend_from_slice(&(dict.len() as u64).to_le_bytes());
+    out.extend_from_slice(MAGIC);
+    out
+}
+
+/// Where a key file's bytes are read from: the file itself, or its whole content
+/// (fetched from an object store, or kept by the writer's cache).
+enum Source {
+    File(File),
+    Bytes(Bytes),
+}
+
+impl Source {
+    fn len(&self) -> std::io::Result<u64> {
+        match self {
+            Source::File(f) => Ok(f.metadata()?.len()),
+            Source::Bytes(b) => Ok(b.len() as u64),
+        }
+    }
+
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        match self {
+            Source::File(f) => f.read_exact_at(buf, offset),
+            Source::Bytes(b) => {
+                let start = usize::try_from(offset).unwrap_or(usize::MAX);
+                let part = start
+                    .checked_add(buf.len())
+                    .and_then(|end| b.get(start..end))
+                    .ok_or(std::io::ErrorKind::UnexpectedEof)?;
+                buf.copy_from_slice(part);
+                Ok(())
+            }
+        }
+    }
 }
 
 /// An open key file with its block index (and dictionary) loaded.
 pub struct KeysFile {
     path: PathBuf,
-    file: File,
+    source: Source,
     index: Vec<BlockIndex>,
     /// Sorted distinct hashes, when the file is dictionary-coded.
     dict: Option<Vec<u64>>,
@@ -170,21 +205,30 @@ fn le_u32(b: &[u8], at: usize) -> u32 {
 impl KeysFile {
     /// Opens a key file and reads its index and dictionary.
     pub fn open(path: &Path) -> Result<KeysFile, StoreError> {
+        let file = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
+        KeysFile::with_source(path, Source::File(file))
+    }
+
+    /// A key file whose whole content is `bytes`; `path` names it in errors.
+    pub fn from_bytes(path: &Path, bytes: Bytes) -> Result<KeysFile, StoreError> {
+        KeysFile::with_source(path, Source::Bytes(bytes))
+    }
+
+    fn with_source(path: &Path, source: Source) -> Result<KeysFile, StoreError> {
         let io = |op, e| StoreError::io(op, path, e);
         let corrupt = |detail: String| StoreError::Corrupt {
             what: "key file",
             path: path.to_path_buf(),
             detail,
         };
-        let mut file = File::open(path).map_err(|e| io("open", e))?;
-        let len = file.metadata().map_err(|e| io("stat", e))?.len();
+        let len = source.len().map_err(|e| io("stat", e))?;
         if len < (MAGIC.len() + FOOTER_LEN) as u64 {
             return Err(corrupt(format!("only {len} bytes")));
         }
         let mut footer = [0u8; FOOTER_LEN];
-        file.seek(SeekFrom::End(-(FOOTER_LEN as i64)))
-            .map_err(|e| io("seek", e))?;
-        file.read_exact(&mut footer).map_err(|e| io("read", e))?;
+        source
+            .read_exact_at(&mut footer, len - FOOTER_LEN as u64)
+            .map_err(|e| io("read", e))?;
         if &footer[36..44] != MAGIC {
             return Err(corrupt("bad footer magic".into()));
         }
@@ -203,9 +247,9 @@ impl KeysFile {
             )));
         }
         let mut raw = vec![0u8; (index_offset - dict_offset + index_len) as usize];
-        file.seek(SeekFrom::Start(dict_offset))
-            .map_err(|e| io("seek", e))?;
-        file.read_exact(&mut raw).map_err(|e| io("read", e))?;
+        source
+            .read_exact_at(&mut raw, dict_offset)
+            .map_err(|e| io("read", e))?;
         let (dict_raw, index_raw) = raw.split_at(dict_count as usize * 8);
         let index = index_raw
             .chunks_exact(INDEX_ENTRY_LEN)
@@ -229,7 +273,7 @@ impl KeysFile {
             (dict_count > 0).then(|| dict_raw.chunks_exact(8).map(|c| le_u64(c, 0)).collect());
         Ok(KeysFile {
             path: path.to_path_buf(),
-            file,
+            source,
             index,
             dict,
             rows,
@@ -252,11 +296,8 @@ impl KeysFile {
         let (offset, len, count) = (b.offset, b.len as usize, b.count as usize);
         let path = &self.path;
         raw.resize(len, 0);
-        self.file
-            .seek(SeekFrom::Start(offset))
-            .map_err(|e| StoreError::io("seek", path, e))?;
-        self.file
-            .read_exact(raw)
+        self.source
+            .read_exact_at(raw, offset)
             .map_err(|e| StoreError::io("read", path, e))?;
         out.clear();
         let corrupt = || StoreError::Corrupt {

@@ -12,6 +12,7 @@ use futures::TryStreamExt;
 use whyslow_schemas::Table;
 
 use super::delta::{self, Change};
+use super::location::Root;
 use super::{SegmentInfo, StoreError};
 
 /// The directory of the commit log of stores written before the tables became Delta
@@ -131,11 +132,12 @@ pub fn is_inside_store(rel: &str) -> bool {
 impl State {
     /// Reads every table's Delta log under `root` (a table without one is empty), with
     /// the tombstones when `tombstones` (a writer vacuums them; readers need not read them).
-    pub fn load(root: &Path, tombstones: bool) -> Result<State, StoreError> {
-        let old = root.join(OLD_LOG_DIR);
-        if old.is_dir() {
+    pub fn load(root: &Root, tombstones: bool) -> Result<State, StoreError> {
+        if let Root::Local(dir) = root
+            && dir.join(OLD_LOG_DIR).is_dir()
+        {
             return Err(StoreError::OldLayout {
-                path: root.to_path_buf(),
+                path: dir.to_path_buf(),
                 detail: format!(
                     "it has a `{OLD_LOG_DIR}/` commit log, the layout before Delta tables"
                 ),
@@ -143,26 +145,20 @@ impl State {
         }
         let mut state = State::default();
         for table in Table::ALL {
-            let dir = root.join(table.name());
-            if !delta::is_table(&dir) {
-                continue;
-            }
+            let dir = delta::table_dir(root, table);
             let err = |e| delta::error(&dir, e);
             let table_state = delta::block_on(async {
-                let delta = delta::load_table(&dir).await.map_err(err)?;
+                if !delta::is_table(root, table).await? {
+                    return Ok(None);
+                }
+                let delta = delta::load_table(root, table, true).await.map_err(err)?;
                 if delta.version().is_none() {
                     return Ok(None);
                 }
-                let snapshot = delta.snapshot().map_err(err)?;
-                let mut segments = Vec::new();
-                for file in snapshot.log_data() {
-                    // The tags are only reachable through the whole action in delta-rs 1.1.
-                    #[allow(deprecated)]
-                    let add = file.add_action();
-                    segments.push(delta::segment_entry(table, &dir, &add)?);
-                }
+                let segments = live_segments(table, &dir, &delta)?;
                 let mut removed = Vec::new();
                 if tombstones {
+                    let snapshot = delta.snapshot().map_err(err)?;
                     let mut stream = snapshot.all_tombstones(delta.log_store().as_ref());
                     while let Some(t) = stream.try_next().await.map_err(err)? {
                         removed.push((t.path().into_owned(), t.deletion_timestamp()));
@@ -228,7 +224,7 @@ impl State {
     /// commit that landed, even when a later one fails.
     pub fn commit(
         &mut self,
-        root: &Path,
+        root: &Root,
         entry: &Entry,
         checkpoint_interval: u64,
     ) -> Result<(), StoreError> {
@@ -291,7 +287,7 @@ impl State {
     #[allow(clippy::too_many_arguments)]
     fn commit_table(
         &mut self,
-        root: &Path,
+        root: &Root,
         table: Table,
         change: Change,
         gone: &[SegmentEntry],
@@ -299,28 +295,50 @@ impl State {
         txns: Vec<Transaction>,
         checkpoint_interval: u64,
     ) -> Result<(), StoreError> {
-        let dir = root.join(table.name());
+        let dir = delta::table_dir(root, table);
         let err = |e| delta::error(&dir, e);
         let known = self.deltas.get(&table).cloned();
-        let delta = delta::block_on(async {
+        let (delta, others) = delta::block_on(async {
             let mut delta = match known {
                 Some(d) => d,
-                None => delta::open_or_create(table, &dir).await?,
+                None => delta::open_or_create(table, root).await?,
             };
+            let before = delta.version();
             let version = delta::commit(&mut delta, table, change, gone, new, txns)
                 .await
                 .map_err(err)?;
             if (version + 1).is_multiple_of(checkpoint_interval.max(1)) {
                 delta::checkpoint(&delta).await.map_err(err)?;
             }
-            Ok::<_, StoreError>(delta)
+            // Commits of other writers (in a bucket) landed before this one: the state
+            // is read again from the log, which now holds theirs and ours.
+            let others = if before.map(|b| b + 1) == Some(version) {
+                None
+            } else {
+                let offsets = if table == ANCHOR {
+                    delta::application_transactions(&delta).await.map_err(err)?
+                } else {
+                    BTreeMap::new()
+                };
+                Some((live_segments(table, &dir, &delta)?, offsets))
+            };
+            Ok::<_, StoreError>((delta, others))
         })??;
         self.deltas.insert(table, delta);
         let now = chrono::Utc::now().timestamp_millis();
         let segs = self.segments.entry(table).or_default();
-        let gone_paths: HashSet<&str> = gone.iter().map(|s| s.path.as_str()).collect();
-        segs.retain(|s| !gone_paths.contains(s.path.as_str()));
-        segs.extend(new.iter().cloned());
+        if let Some((live, offsets)) = others {
+            *segs = live;
+            self.offsets.extend(
+                offsets
+                    .into_iter()
+                    .filter_map(|(app, next)| Some((delta::parse_kafka_app_id(&app)?, next))),
+            );
+        } else {
+            let gone_paths: HashSet<&str> = gone.iter().map(|s| s.path.as_str()).collect();
+            segs.retain(|s| !gone_paths.contains(s.path.as_str()));
+            segs.extend(new.iter().cloned());
+        }
         for s in gone {
             for p in [&s.path, &s.keys_path] {
                 self.tombstones.push(Tombstone {
@@ -344,6 +362,23 @@ impl State {
         }
         out
     }
+}
+
+/// The live segments of `table` as the loaded version of its Delta log lists them.
+fn live_segments(
+    table: Table,
+    dir: &Path,
+    delta: &DeltaTable,
+) -> Result<Vec<SegmentEntry>, StoreError> {
+    let snapshot = delta.snapshot().map_err(|e| delta::error(dir, e))?;
+    let mut segments = Vec::new();
+    for file in snapshot.log_data() {
+        // The tags are only reachable through the whole action in delta-rs 1.1.
+        #[allow(deprecated)]
+        let add = file.add_action();
+        segments.push(delta::segment_entry(table, dir, &add)?);
+    }
+    Ok(segments)
 }
 
 #[cfg(test)]
@@ -372,7 +407,7 @@ mod tests {
     fn an_old_layout_store_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join(OLD_LOG_DIR)).unwrap();
-        let e = State::load(dir.path(), false).unwrap_err();
+        let e = State::load(&Root::Local(dir.path().to_path_buf()), false).unwrap_err();
         assert!(matches!(e, StoreError::OldLayout { .. }), "{e}");
         assert!(e.to_string().contains("_log"), "{e}");
     }

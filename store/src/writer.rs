@@ -12,9 +12,12 @@ use arrow::compute::interleave_record_batch;
 use whyslow_schemas::Table;
 use whyslow_schemas::tables::stored_to_ns;
 
+use bytes::Bytes;
+
 use super::keys::{self, Key};
+use super::location::{Remote, Root};
 use super::state::{Entry, KafkaOffset, SegmentEntry};
-use super::{Store, StoreError, delta, fsio, segment, sidecar};
+use super::{Store, StoreError, delta, files, fsio, segment, sidecar};
 
 const TMP_DIR: &str = "_tmp";
 const LOCK_FILE: &str = "_lock";
@@ -36,6 +39,11 @@ pub struct WriterOptions {
     pub retention: Duration,
     /// A table gets a Delta checkpoint every this many versions of its log.
     pub checkpoint_interval: u64,
+    /// In a bucket, how old a file no Delta log references must be before a writer
+    /// deletes it as an orphan (other writers may be about to commit younger ones; a
+    /// writer refuses to commit files older than half of it). Zero: at once, for a bucket
+    /// with a single writer.
+    pub orphan_grace: Duration,
 }
 
 impl Default for WriterOptions {
@@ -46,6 +54,7 @@ impl Default for WriterOptions {
             target_segment_rows: 2 * 1024 * 1024,
             retention: Duration::from_secs(600),
             checkpoint_interval: 32,
+            orphan_grace: Duration::from_secs(3600),
         }
     }
 }
@@ -101,16 +110,64 @@ pub struct CompactStats {
     pub rows: u64,
 }
 
-/// The single writer of a store directory (holds `<root>/_lock` while it lives).
+/// A writer of a store: the single one of a directory (it holds `<root>/_lock` while it
+/// lives), or one of any number of a bucket.
 pub struct StoreWriter {
     store: Store,
-    _lock: File,
+    _lock: Option<File>,
     options: WriterOptions,
     pending: BTreeMap<Table, Vec<RecordBatch>>,
     nonce: u64,
     seq: u64,
     /// Tombstones removed before this time were deleted by an earlier vacuum.
     vacuumed_until: i64,
+    /// When the oldest segment not yet committed was written (buckets: see `Stale`).
+    staged_since: Option<Instant>,
+}
+
+/// Key files of bucket stores kept in memory for the process, up to a byte budget, so
+/// that deduping a commit does not fetch the same files again (key files never change once
+/// written, and a stream worker opens a writer per micro-batch).
+#[derive(Default)]
+struct KeyCache {
+    files: std::collections::HashMap<String, Bytes>,
+    bytes: usize,
+}
+
+/// Most bytes of key files the process keeps in memory.
+const KEY_CACHE_BYTES: usize = 256 << 20;
+
+static KEY_CACHE: std::sync::LazyLock<std::sync::Mutex<KeyCache>> =
+    std::sync::LazyLock::new(Default::default);
+
+impl KeyCache {
+    /// The key file `rel` of the bucket store `remote`, fetched unless cached.
+    fn get(remote: &std::sync::Arc<Remote>, rel: &str) -> Result<Bytes, StoreError> {
+        let name = format!("{}/{rel}", remote.url);
+        if let Some(b) = Self::cache().files.get(&name) {
+            return Ok(b.clone());
+        }
+        let bytes = files::read(&Root::Remote(remote.clone()), rel)?;
+        Self::keep(name, bytes.clone());
+        Ok(bytes)
+    }
+
+    /// Keeps the key file `name` (store URL and relative path).
+    fn keep(name: String, bytes: Bytes) {
+        let mut cache = Self::cache();
+        if cache.bytes + bytes.len() > KEY_CACHE_BYTES {
+            cache.files.clear();
+            cache.bytes = 0;
+        }
+        cache.bytes += bytes.len();
+        cache.files.insert(name, bytes);
+    }
+
+    fn cache() -> std::sync::MutexGuard<'static, KeyCache> {
+        KEY_CACHE
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }
 
 fn now_ms() -> i64 {
@@ -141,25 +198,30 @@ impl StoreWriter {
     /// writer left behind (temp files, segments no Delta log made visible) and removed
     /// files whose retention has passed.
     pub fn open_with(root: &Path, options: WriterOptions) -> Result<StoreWriter, StoreError> {
-        let root = &super::location::local_root(root)?;
-        let root = std::path::absolute(root).map_err(|e| StoreError::io("resolve", root, e))?;
-        fsio::create_dir_durable(&root)?;
-        let lock_path = root.join(LOCK_FILE);
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| StoreError::io("open", &lock_path, e))?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(fs::TryLockError::WouldBlock) => return Err(StoreError::Locked { path: root }),
-            Err(fs::TryLockError::Error(e)) => return Err(StoreError::io("lock", &lock_path, e)),
-        }
-        let store = Store::load(&root, true)?;
+        StoreWriter::open_root(Root::parse(root)?, options)
+    }
+
+    /// Opens the store at `location` (built with options of its own, see
+    /// [`Root::parse_with`]) for writing, like [`open_with`](Self::open_with).
+    pub fn open_root(location: Root, options: WriterOptions) -> Result<StoreWriter, StoreError> {
+        let lock = match &location {
+            Root::Local(root) => Some(lock_directory(root)?),
+            // A bucket has no lock: writers commit with Delta's optimistic concurrency.
+            Root::Remote(_) => None,
+        };
+        let vacuumed_until = read_vacuumed_until(&location);
+        let store = Store::load_at(location, true)?;
+        // Writers on several hosts name files in one bucket: the process id and the clock
+        // are mixed with the per-process random keys of the standard hasher.
+        let random = {
+            use std::hash::{BuildHasher, Hasher};
+            std::collections::hash_map::RandomState::new()
+                .build_hasher()
+                .finish()
+        };
         let nonce = xxhash_rust::xxh3::xxh3_64(
             format!(
-                "{}-{}",
+                "{}-{}-{random}",
                 std::process::id(),
                 chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
             )
@@ -172,7 +234,8 @@ impl StoreWriter {
             pending: BTreeMap::new(),
             nonce,
             seq: 0,
-            vacuumed_until: read_vacuumed_until(&root),
+            vacuumed_until,
+            staged_since: None,
         };
         w.recover()?;
         Ok(w)
@@ -253,7 +316,7 @@ impl StoreWriter {
         })();
         drop(pending);
         if let Err(e) = staged {
-            discard(&files);
+            self.discard(&files);
             return Err(e);
         }
         let offsets_change = offsets.iter().any(|o| {
@@ -270,9 +333,16 @@ impl StoreWriter {
         self.publish(&entry, &files)?;
         stats.version = Some(self.store.state.version());
         if self.options.auto_compact_segments > 0 {
-            let c = self.compact_partitions(self.options.auto_compact_segments.max(2), true)?;
-            if c.version.is_some() {
-                stats.compaction = Some(c);
+            // The rows and offsets are committed whatever becomes of the compaction: a
+            // failed one (in a bucket, typically another writer compacting the same
+            // segments first) is told and the state read again, and the next commit retries.
+            match self.compact_partitions(self.options.auto_compact_segments.max(2), true) {
+                Ok(c) if c.version.is_some() => stats.compaction = Some(c),
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(store = %self.root().display(), error = %e, "automatic compaction failed; the commit stands");
+                    self.reload()?;
+                }
             }
         }
         Ok(stats)
@@ -315,7 +385,7 @@ impl StoreWriter {
                     stats.insert(*table, tc);
                 }
                 Err(e) => {
-                    discard(&files);
+                    self.discard(&files);
                     return Err(e);
                 }
             }
@@ -366,7 +436,7 @@ impl StoreWriter {
             Ok::<(), StoreError>(())
         })();
         if let Err(e) = staged {
-            discard(&files);
+            self.discard(&files);
             return Err(e);
         }
         if entry.add.is_empty() && entry.remove.is_empty() {
@@ -384,22 +454,54 @@ impl StoreWriter {
 
     /// Commits `entry` (one Delta commit per table it touches), then deletes expired
     /// files. Files of tables whose commit did not land are deleted at once.
-    fn publish(&mut self, entry: &Entry, files: &[PathBuf]) -> Result<(), StoreError> {
-        let root = self.store.root.clone();
+    fn publish(&mut self, entry: &Entry, files: &[String]) -> Result<(), StoreError> {
+        let location = self.store.location.clone();
+        let staged_since = self.staged_since.take();
+        let grace = self.options.orphan_grace;
+        if let (Root::Remote(_), Some(since)) = (&location, staged_since) {
+            let took = since.elapsed();
+            if !grace.is_zero() && took > grace / 2 {
+                self.discard(files);
+                return Err(StoreError::Stale {
+                    path: self.root().to_path_buf(),
+                    secs: took.as_secs(),
+                });
+            }
+        }
         let interval = self.options.checkpoint_interval;
-        if let Err(e) = self.store.state.commit(&root, entry, interval) {
+        if let Err(e) = self.store.state.commit(&location, entry, interval) {
             let referenced = self.store.state.referenced_files();
-            let orphans: Vec<PathBuf> = entry
+            let orphans: Vec<String> = entry
                 .add
                 .iter()
                 .filter(|s| !referenced.contains(&s.path))
-                .flat_map(|s| [root.join(&s.path), root.join(&s.keys_path)])
+                .flat_map(|s| [s.path.clone(), s.keys_path.clone()])
                 .collect();
-            discard(&orphans);
-            discard(files.iter().filter(|f| f.starts_with(root.join(TMP_DIR))));
+            self.discard(&orphans);
+            let tmp = format!("{TMP_DIR}/");
+            let temps: Vec<String> = files
+                .iter()
+                .filter(|f| f.starts_with(&tmp))
+                .cloned()
+                .collect();
+            self.discard(&temps);
             return Err(e);
         }
         self.vacuum()
+    }
+
+    /// Reads the committed state again (after a failure left it uncertain).
+    fn reload(&mut self) -> Result<(), StoreError> {
+        self.store = Store::load_at(self.store.location.clone(), true)?;
+        Ok(())
+    }
+
+    /// Best-effort removal of files (relative paths) of a commit that did not land; the
+    /// orphans it misses are removed when a writer next opens the store.
+    fn discard(&self, files: &[String]) {
+        for f in files {
+            let _ = files::delete(&self.store.location, f);
+        }
     }
 
     /// Dedupes `batches` of `table` (against the store if `against_store`), writes the new
@@ -410,7 +512,7 @@ impl StoreWriter {
         batches: &[RecordBatch],
         against_store: bool,
         entry: &mut Entry,
-        files: &mut Vec<PathBuf>,
+        files: &mut Vec<String>,
     ) -> Result<TableCommit, StoreError> {
         let root = self.store.root.clone();
         let mut tc = TableCommit::default();
@@ -441,7 +543,13 @@ impl StoreWriter {
                 if seg.key_max < first.lead || seg.key_min > last.lead {
                     continue;
                 }
-                let mut kf = sidecar::KeysFile::open(&root.join(&seg.keys_path))?;
+                let mut kf = match &self.store.location {
+                    Root::Local(dir) => sidecar::KeysFile::open(&dir.join(&seg.keys_path))?,
+                    Root::Remote(remote) => sidecar::KeysFile::from_bytes(
+                        &root.join(&seg.keys_path),
+                        KeyCache::get(remote, &seg.keys_path)?,
+                    )?,
+                };
                 kf.probe(&uniq, &mut dup)?;
             }
         }
@@ -496,7 +604,7 @@ impl StoreWriter {
         day: Option<i64>,
         part: &RecordBatch,
         keys: &[Key],
-        files: &mut Vec<PathBuf>,
+        files: &mut Vec<String>,
     ) -> Result<SegmentEntry, StoreError> {
         let root = self.store.root.clone();
         self.seq += 1;
@@ -507,14 +615,30 @@ impl StoreWriter {
             Some(p) => format!("{}/date={p}", table.name()),
             None => table.name().to_string(),
         };
-        let tmp_dir = root.join(TMP_DIR);
-        fsio::create_dir_durable(&tmp_dir)?;
-        let tmp_pq = tmp_dir.join(format!("{name}.parquet"));
-        let tmp_keys = tmp_dir.join(format!("{name}.keys"));
-        files.push(tmp_pq.clone());
-        files.push(tmp_keys.clone());
-        let bytes = segment::write_parquet(table, part, &tmp_pq)?;
-        let keys_bytes = sidecar::write(&tmp_keys, keys)?;
+        let rel_pq = format!("{rel_dir}/{name}.parquet");
+        let in_table = rel_pq
+            .strip_prefix(table.name())
+            .unwrap_or(&rel_pq)
+            .trim_start_matches('/');
+        let rel_keys = format!("{}/{}", table.name(), delta::keys_path_of(in_table));
+        self.staged_since.get_or_insert_with(Instant::now);
+        let (bytes, keys_bytes) = match &self.store.location {
+            Root::Local(dir) => {
+                write_local(dir, table, part, keys, &name, [&rel_pq, &rel_keys], files)?
+            }
+            Root::Remote(remote) => {
+                let pq = segment::encode_parquet(table, part, &root.join(&rel_pq))?;
+                let kb = sidecar::encode(keys);
+                let sizes = (pq.len() as u64, kb.len() as u64);
+                files.push(rel_pq.clone());
+                files::put(remote, &rel_pq, pq)?;
+                files.push(rel_keys.clone());
+                let kb = Bytes::from(kb);
+                files::put(remote, &rel_keys, kb.to_vec())?;
+                KeyCache::keep(format!("{}/{rel_keys}", remote.url), kb);
+                sizes
+            }
+        };
         let (min_time_ns, max_time_ns) = match keys::time_values(table, part).ok().flatten() {
             Some(t) => (
                 t.iter().min().map(|&v| stored_to_ns(v)),
@@ -522,22 +646,6 @@ impl StoreWriter {
             ),
             None => (None, None),
         };
-        let rel_pq = format!("{rel_dir}/{name}.parquet");
-        let in_table = rel_pq
-            .strip_prefix(table.name())
-            .unwrap_or(&rel_pq)
-            .trim_start_matches('/');
-        let rel_keys = format!("{}/{}", table.name(), delta::keys_path_of(in_table));
-        for rel in [&rel_pq, &rel_keys] {
-            if let Some(parent) = root.join(rel).parent() {
-                fsio::create_dir_durable(parent)?;
-            }
-        }
-        for (tmp, rel) in [(&tmp_pq, &rel_pq), (&tmp_keys, &rel_keys)] {
-            let to = root.join(rel);
-            files.push(to.clone());
-            fsio::rename_durable(tmp, &to)?;
-        }
         Ok(SegmentEntry {
             table,
             path: rel_pq,
@@ -613,7 +721,7 @@ impl StoreWriter {
             Ok::<(), StoreError>(())
         })();
         if let Err(e) = merged {
-            discard(&files);
+            self.discard(&files);
             return Err(e);
         }
         self.publish(&entry, &files)?;
@@ -628,12 +736,19 @@ impl StoreWriter {
         table: Table,
         bin: &[SegmentEntry],
         entry: &mut Entry,
-        files: &mut Vec<PathBuf>,
+        files: &mut Vec<String>,
     ) -> Result<(u64, usize), StoreError> {
         let root = self.store.root.clone();
         let mut batches = Vec::new();
         for s in bin {
-            batches.extend(segment::read_parquet(table, &root.join(&s.path))?);
+            batches.extend(match &self.store.location {
+                Root::Local(dir) => segment::read_parquet(table, &dir.join(&s.path))?,
+                location => segment::read_parquet_bytes(
+                    table,
+                    files::read(location, &s.path)?,
+                    &root.join(&s.path),
+                )?,
+            });
         }
         let tc = self.stage(table, &batches, false, entry, files)?;
         entry.remove.extend(bin.iter().map(|s| s.path.clone()));
@@ -643,7 +758,14 @@ impl StoreWriter {
     /// Deletes what a crashed writer left: temp files and segment files that no Delta log
     /// references; then expired removed files.
     fn recover(&mut self) -> Result<(), StoreError> {
-        let root = self.store.root.clone();
+        let root = match &self.store.location {
+            Root::Local(dir) => dir.clone(),
+            Root::Remote(remote) => {
+                let remote = remote.clone();
+                self.recover_bucket(&remote)?;
+                return self.vacuum();
+            }
+        };
         let tmp_dir = root.join(TMP_DIR);
         for path in list_files(&tmp_dir)? {
             fsio::remove_if_exists(&path)?;
@@ -697,12 +819,36 @@ impl StoreWriter {
         self.vacuum()
     }
 
+    /// Deletes the segment files of a bucket store that no Delta log references and that
+    /// are older than the orphan grace: other writers may be about to commit younger ones
+    /// (a writer refuses to commit files older than half of it, see `publish`).
+    fn recover_bucket(&mut self, remote: &std::sync::Arc<Remote>) -> Result<(), StoreError> {
+        let referenced: HashSet<String> = self.store.state.referenced_files();
+        let grace = now_ms() - self.options.orphan_grace.as_millis() as i64;
+        let root = Root::Remote(remote.clone());
+        for table in Table::ALL {
+            for f in files::list(remote, table.name())? {
+                let in_log = f
+                    .rel
+                    .strip_prefix(table.name())
+                    .is_some_and(|r| r.starts_with(&format!("/{}/", delta::DELTA_LOG_DIR)));
+                let data = f.rel.ends_with(".parquet") || f.rel.ends_with(".keys");
+                if in_log || !data || referenced.contains(&f.rel) || f.modified_ms > grace {
+                    continue;
+                }
+                tracing::info!(path = %f.rel, "removing uncommitted segment file");
+                files::delete(&root, &f.rel)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Deletes removed files whose retention has passed, skipping those an earlier
     /// vacuum deleted (a stream's day of compactions leaves many thousand tombstones in
     /// the log, and the writer opens once per micro-batch).
     fn vacuum(&mut self) -> Result<(), StoreError> {
         let cutoff = now_ms() - self.options.retention.as_millis() as i64;
-        let root = self.store.root.clone();
+        let location = self.store.location.clone();
         let mut keep = Vec::new();
         for t in std::mem::take(&mut self.store.state.tombstones) {
             // Strictly before: a file removed in the very millisecond of the last vacuum
@@ -711,7 +857,7 @@ impl StoreWriter {
                 continue;
             }
             if t.removed_ms <= cutoff {
-                fsio::remove_if_exists(&root.join(&t.path))?;
+                files::delete(&location, &t.path)?;
             } else {
                 keep.push(t);
             }
@@ -719,9 +865,7 @@ impl StoreWriter {
         self.store.state.tombstones = keep;
         if cutoff > self.vacuumed_until {
             // Not synced: a lost or torn marker only makes the next vacuum try again.
-            let path = root.join(VACUUMED_FILE);
-            std::fs::write(&path, cutoff.to_string())
-                .map_err(|e| StoreError::io("write", &path, e))?;
+            files::write_text(&location, VACUUMED_FILE, &cutoff.to_string())?;
             self.vacuumed_until = cutoff;
         }
         Ok(())
@@ -741,18 +885,61 @@ fn size_class(rows: u64, base: usize) -> u32 {
 
 /// The time up to which the store at `root` was vacuumed (`i64::MIN` when never, or when
 /// the marker cannot be read: then everything is tried again).
-fn read_vacuumed_until(root: &Path) -> i64 {
-    std::fs::read_to_string(root.join(VACUUMED_FILE))
-        .ok()
+fn read_vacuumed_until(root: &Root) -> i64 {
+    files::read_text(root, VACUUMED_FILE)
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(i64::MIN)
 }
 
-/// Best-effort removal of files of a failed commit (orphans are also removed on next open).
-fn discard<P: AsRef<Path>>(files: impl IntoIterator<Item = P>) {
-    for f in files {
-        let _ = fs::remove_file(f);
+/// Creates the store directory `root` if needed and takes its writer lock.
+fn lock_directory(root: &Path) -> Result<File, StoreError> {
+    fsio::create_dir_durable(root)?;
+    let lock_path = root.join(LOCK_FILE);
+    let lock = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| StoreError::io("open", &lock_path, e))?;
+    match lock.try_lock() {
+        Ok(()) => Ok(lock),
+        Err(fs::TryLockError::WouldBlock) => Err(StoreError::Locked {
+            path: root.to_path_buf(),
+        }),
+        Err(fs::TryLockError::Error(e)) => Err(StoreError::io("lock", &lock_path, e)),
     }
+}
+
+/// Writes a segment's Parquet file and key file in the store directory `dir`: each is
+/// written and synced under `_tmp/`, then renamed to its relative path in `rels`
+/// (Parquet, keys); `files` gets every path written. Returns both sizes.
+fn write_local(
+    dir: &Path,
+    table: Table,
+    part: &RecordBatch,
+    keys: &[Key],
+    name: &str,
+    rels: [&String; 2],
+    files: &mut Vec<String>,
+) -> Result<(u64, u64), StoreError> {
+    let tmp_dir = dir.join(TMP_DIR);
+    fsio::create_dir_durable(&tmp_dir)?;
+    let tmp_pq = format!("{TMP_DIR}/{name}.parquet");
+    let tmp_keys = format!("{TMP_DIR}/{name}.keys");
+    files.push(tmp_pq.clone());
+    files.push(tmp_keys.clone());
+    let bytes = segment::write_parquet(table, part, &dir.join(&tmp_pq))?;
+    let keys_bytes = sidecar::write(&dir.join(&tmp_keys), keys)?;
+    for rel in rels {
+        if let Some(parent) = dir.join(rel).parent() {
+            fsio::create_dir_durable(parent)?;
+        }
+    }
+    for (tmp, rel) in [(&tmp_pq, rels[0]), (&tmp_keys, rels[1])] {
+        files.push(rel.clone());
+        fsio::rename_durable(&dir.join(tmp), &dir.join(rel))?;
+    }
+    Ok((bytes, keys_bytes))
 }
 
 fn list_entries(dir: &Path, want_dirs: bool) -> Result<Vec<PathBuf>, StoreError> {

@@ -1,7 +1,8 @@
 //! Crash safety: a child process commits many segments (with compactions and checkpoints)
 //! and is killed with SIGKILL at random moments; after every kill the store opens, every
 //! visible segment is complete and holds no duplicate; re-running the same input then ends
-//! with exactly the input's rows and no orphan files.
+//! with exactly the input's rows and no orphan files. In a directory and in an S3 bucket
+//! (SeaweedFS on loopback).
 
 mod store_common;
 
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use store_common::*;
 use whyslow_schemas::Table;
-use whyslow_store::{KafkaOffset, Store, StoreWriter, WriterOptions};
+use whyslow_store::{KafkaOffset, Root, Store, StoreWriter, WriterOptions};
 
 const ENV_ROOT: &str = "WHYSLOW_STORE_CRASH_ROOT";
 const ENV_RESUME: &str = "WHYSLOW_STORE_CRASH_RESUME";
@@ -71,6 +72,8 @@ fn child_options() -> WriterOptions {
         target_segment_rows: 40_000,
         retention: Duration::ZERO,
         checkpoint_interval: 5,
+        // One writer per bucket here: its orphans are deleted at once.
+        orphan_grace: Duration::ZERO,
     }
 }
 
@@ -103,8 +106,9 @@ fn crash_child_process() {
     }
 }
 
-fn spawn_child(root: &Path, resume: bool) -> std::process::Child {
+fn spawn_child(root: &Path, env: &[(String, String)], resume: bool) -> std::process::Child {
     Command::new(std::env::current_exe().unwrap())
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .args([
             "--exact",
             "crash_child_process",
@@ -121,8 +125,12 @@ fn spawn_child(root: &Path, resume: bool) -> std::process::Child {
 
 /// Checks what a reader sees: complete segments, no duplicate, nothing foreign, and every
 /// batch before the committed Kafka offset fully present.
-fn check_visible(root: &Path, expect: &(Vec<String>, Vec<String>, Vec<String>)) -> i64 {
-    let store = Store::open(root).unwrap();
+fn check_visible(
+    root: &Path,
+    env: &[(String, String)],
+    expect: &(Vec<String>, Vec<String>, Vec<String>),
+) -> i64 {
+    let store = open(root, env);
     let offset = store
         .kafka_offsets()
         .get(&(TOPIC.to_string(), 0))
@@ -166,17 +174,39 @@ impl Rng {
     }
 }
 
+fn open(root: &Path, env: &[(String, String)]) -> Store {
+    Store::open_root(Root::parse_with(root, env).unwrap()).unwrap()
+}
+
 #[test]
 fn commits_survive_sigkill_at_random_moments() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("store");
+    crash_rounds(&root, &[]);
+    assert!(
+        std::fs::read_dir(root.join("_tmp"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+            == 0
+    );
+}
+
+#[test]
+fn commits_to_a_bucket_survive_sigkill_at_random_moments() {
+    let s3 = store_common::s3::S3Server::start();
+    crash_rounds(Path::new(&s3.url("crash")), &s3.env());
+}
+
+/// Kills a writer at random moments, checks what readers see after each kill, then
+/// re-runs the input to completion and checks the store holds exactly it, no orphan.
+fn crash_rounds(root: &Path, env: &[(String, String)]) {
     let expect = expected();
     let seed = (now_ns() as u64) | 1;
     eprintln!("crash test seed {seed}");
     let mut rng = Rng(seed);
     let mut killed_mid_run = 0;
     for round in 0..8 {
-        let mut child = spawn_child(&root, round % 2 == 1);
+        let mut child = spawn_child(root, env, round % 2 == 1);
         let deadline = Instant::now() + Duration::from_millis(30 + rng.below(1_500));
         let mut finished = false;
         while Instant::now() < deadline {
@@ -192,7 +222,7 @@ fn commits_survive_sigkill_at_random_moments() {
             killed_mid_run += 1;
         }
         child.wait().unwrap();
-        let offset = check_visible(&root, &expect);
+        let offset = check_visible(root, env, &expect);
         eprintln!(
             "round {round}: killed={} committed offset {offset}",
             !finished
@@ -201,9 +231,9 @@ fn commits_survive_sigkill_at_random_moments() {
     assert!(killed_mid_run > 0, "no child was killed mid-run");
 
     // Re-run the same input from the start to completion.
-    let status = spawn_child(&root, false).wait().unwrap();
+    let status = spawn_child(root, env, false).wait().unwrap();
     assert!(status.success());
-    let store = Store::open(&root).unwrap();
+    let store = open(root, env);
     assert_eq!(
         store.kafka_offsets()[&(TOPIC.to_string(), 0)],
         BATCHES as i64
@@ -221,9 +251,10 @@ fn commits_survive_sigkill_at_random_moments() {
         expect.2
     );
 
-    // A writer open cleans every orphan: the files on disk are exactly the visible ones.
-    drop(StoreWriter::open_with(&root, child_options()).unwrap());
-    let store = Store::open(&root).unwrap();
+    // A writer open cleans every orphan: the files stored are exactly the visible ones.
+    let options = child_options();
+    drop(StoreWriter::open_root(Root::parse_with(root, env).unwrap(), options).unwrap());
+    let store = open(root, env);
     let mut visible = BTreeSet::new();
     for t in Table::ALL {
         for s in store.segments(t) {
@@ -231,30 +262,32 @@ fn commits_survive_sigkill_at_random_moments() {
             visible.insert(s.keys_path.clone());
         }
     }
-    let mut on_disk = BTreeSet::new();
-    let mut stack = vec![root.clone()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                if !p.ends_with("_delta_log") {
+    let stored: Vec<std::path::PathBuf> = if store.object_store().is_some() {
+        list_objects(&store)
+    } else {
+        let mut files = Vec::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
                     stack.push(p);
+                } else {
+                    files.push(p);
                 }
-            } else if p.extension().is_some_and(|x| x == "parquet" || x == "keys") {
-                on_disk.insert(p);
             }
         }
-    }
+        files
+    };
+    let on_disk: BTreeSet<_> = stored
+        .into_iter()
+        .filter(|p| !p.components().any(|c| c.as_os_str() == "_delta_log"))
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet" || x == "keys"))
+        .collect();
     let extra: Vec<_> = on_disk.difference(&visible).collect();
     let missing: Vec<_> = visible.difference(&on_disk).collect();
     assert!(
         extra.is_empty() && missing.is_empty(),
-        "on disk, not visible: {extra:?}; visible, not on disk: {missing:?}"
-    );
-    assert!(
-        std::fs::read_dir(root.join("_tmp"))
-            .map(|d| d.count())
-            .unwrap_or(0)
-            == 0
+        "stored, not visible: {extra:?}; visible, not stored: {missing:?}"
     );
 }

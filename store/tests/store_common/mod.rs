@@ -146,11 +146,16 @@ pub fn rows_without_ingest_time(batches: &[RecordBatch]) -> Vec<String> {
 pub fn read_table(store: &Store, table: Table) -> Vec<RecordBatch> {
     let mut out = Vec::new();
     for seg in store.segments(table) {
-        let file = File::open(&seg.path).unwrap();
-        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-            .unwrap()
-            .build()
-            .unwrap();
+        let reader = match store.object_store() {
+            None => ParquetRecordBatchReaderBuilder::try_new(File::open(&seg.path).unwrap())
+                .unwrap()
+                .build()
+                .unwrap(),
+            Some(_) => ParquetRecordBatchReaderBuilder::try_new(read_object(store, &seg.path))
+                .unwrap()
+                .build()
+                .unwrap(),
+        };
         let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
         let n: usize = batches.iter().map(RecordBatch::num_rows).sum();
         assert_eq!(n as u64, seg.rows, "{}", seg.path.display());
@@ -167,6 +172,49 @@ pub fn read_table(store: &Store, table: Table) -> Vec<RecordBatch> {
     out
 }
 
+/// The whole object at `url` (`s3://bucket/key`) of the bucket `store` is in.
+pub fn read_object(store: &Store, url: &std::path::Path) -> bytes::Bytes {
+    use object_store::ObjectStoreExt;
+    let (bucket, client) = store.object_store().expect("a bucket store");
+    let key = url
+        .to_str()
+        .and_then(|u| u.strip_prefix(bucket.as_str().trim_end_matches('/')))
+        .expect("an object of the store's bucket")
+        .trim_start_matches('/');
+    let key = object_store::path::Path::from(key);
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(async { client.get(&key).await?.bytes().await })
+        .unwrap()
+}
+
+/// Every object under the bucket store's root, as `s3://bucket/key` paths.
+pub fn list_objects(store: &Store) -> Vec<std::path::PathBuf> {
+    use futures::TryStreamExt;
+    let (bucket, client) = store.object_store().expect("a bucket store");
+    let root = store.root().to_str().unwrap().to_string();
+    let prefix = root
+        .strip_prefix(bucket.as_str().trim_end_matches('/'))
+        .unwrap()
+        .trim_start_matches('/')
+        .to_string();
+    let prefix = object_store::path::Path::from(prefix);
+    let metas: Vec<object_store::ObjectMeta> = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(client.list(Some(&prefix)).try_collect())
+        .unwrap();
+    metas
+        .into_iter()
+        .map(|m| {
+            std::path::PathBuf::from(format!(
+                "{}/{}",
+                bucket.as_str().trim_end_matches('/'),
+                m.location
+            ))
+        })
+        .collect()
+}
+
 /// Counts per row line (a line appearing twice is a duplicate).
 pub fn multiplicities(rows: &[String]) -> BTreeMap<&str, usize> {
     let mut m = BTreeMap::new();
@@ -175,3 +223,4 @@ pub fn multiplicities(rows: &[String]) -> BTreeMap<&str, usize> {
     }
     m
 }
+pub mod s3;
