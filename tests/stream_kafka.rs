@@ -11,64 +11,12 @@ use std::time::{Duration, Instant};
 
 use arrow::array::{Array, StringArray};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use rdkafka::producer::{BaseRecord, Producer};
 use support::broker::Broker;
+use support::produce::{produce_events, producer};
 use support::signal;
 use whyslow_schemas::Table;
 use whyslow_store::Store;
-
-fn producer(broker: &Broker) -> ThreadedProducer<DefaultProducerContext> {
-    broker
-        .client_config()
-        .set("linger.ms", "20")
-        .set("batch.num.messages", "5000")
-        .set("enable.idempotence", "false")
-        .create()
-        .expect("producer")
-}
-
-/// Produces envelope events with ids `{prefix}{i}` for i in `range`, spread over
-/// `partitions` partitions.
-fn produce_events(
-    broker: &Broker,
-    topic: &str,
-    partitions: i32,
-    prefix: &str,
-    range: std::ops::Range<u64>,
-) {
-    let p = producer(broker);
-    for i in range {
-        let payload = format!(
-            r#"{{"time":{},"layer":"framework","source":"sdk","kind":"test_event","id":"{prefix}{i}","workload":"w","attrs":{{"n":"{i}"}}}}"#,
-            1_764_411_302 + i
-        );
-        let partition = (i % partitions as u64) as i32;
-        let key = format!("k{i}");
-        let mut record = BaseRecord::to(topic)
-            .partition(partition)
-            .key(&key)
-            .payload(&payload);
-        loop {
-            match p.send(record) {
-                Ok(()) => break,
-                Err((e, r)) => {
-                    // Queue full: let the background thread deliver, then retry.
-                    assert!(
-                        matches!(
-                            e.rdkafka_error_code(),
-                            Some(rdkafka::types::RDKafkaErrorCode::QueueFull)
-                        ),
-                        "{e}"
-                    );
-                    record = r;
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-            }
-        }
-    }
-    p.flush(Duration::from_secs(60))
-        .expect("all messages delivered");
-}
 
 fn produce_raw(broker: &Broker, topic: &str, partition: i32, payloads: &[&[u8]]) {
     let p = producer(broker);

@@ -4,6 +4,9 @@
 #![allow(dead_code)]
 
 pub mod broker;
+pub mod produce;
+#[path = "../../store/tests/store_common/s3.rs"]
+pub mod s3;
 pub mod scenario;
 
 /// Sends `sig` (e.g. `-TERM`, `-KILL`) to a child process.
