@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use whyslow_schemas::Table;
-use whyslow_store::{Store, StoreWriter};
+use whyslow_store::{Root, Store, StoreWriter};
 
 fn whyslow(store: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_whyslow"));
@@ -49,23 +49,46 @@ fn seed_inputs() -> Vec<PathBuf> {
 #[test]
 fn replay_rebuilds_deleted_derived_tables_and_then_has_nothing_to_do() {
     let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("store");
+    replay_rebuilds(&tmp.path().join("store"), &[], tmp.path());
+}
+
+#[test]
+fn replay_rebuilds_the_derived_tables_of_a_bucket_store() {
+    let s3 = support::s3::S3Server::start();
+    let tmp = tempfile::tempdir().unwrap();
+    replay_rebuilds(Path::new(&s3.url("replayed")), &s3.env(), tmp.path());
+}
+
+/// The store at `store` (reached with `env`) opened in this process.
+fn open(store: &Path, env: &[(String, String)]) -> Store {
+    Store::open_root(Root::parse_with(store, env).unwrap()).unwrap()
+}
+
+/// Ingest and report the seed, delete its derived tables, replay: they come back as they
+/// were, and a second replay writes nothing. `scratch` takes the report file.
+fn replay_rebuilds(store: &Path, env: &[(String, String)], scratch: &Path) {
+    let store = store.to_path_buf();
+    let whyslow = |store: &Path| {
+        let mut c = whyslow(store);
+        c.envs(env.iter().map(|(k, v)| (k, v)));
+        c
+    };
     ok(whyslow(&store)
         .args(["ingest", "--no-progress"])
         .args(seed_inputs()));
     ok(whyslow(&store)
         .args(["report", "--persist", "-o"])
-        .arg(tmp.path().join("report.md")));
-    let slowdowns = Store::open(&store).unwrap().rows(Table::Slowdowns);
-    let causes = Store::open(&store).unwrap().rows(Table::Causes);
+        .arg(scratch.join("report.md")));
+    let slowdowns = open(&store, env).rows(Table::Slowdowns);
+    let causes = open(&store, env).rows(Table::Causes);
     assert!(slowdowns > 0, "report persisted the seed's slowdowns");
 
     // Right after the report there is nothing to change: a report only reads, and one
     // that persists what is already there writes nothing.
-    let version = Store::open(&store).unwrap().version();
+    let version = open(&store, env).version();
     ok(whyslow(&store).args(["report", "--format", "json"]));
     ok(whyslow(&store).args(["report", "--persist", "--format", "json"]));
-    assert_eq!(Store::open(&store).unwrap().version(), version);
+    assert_eq!(open(&store, env).version(), version);
     let selected = whyslow(&store)
         .args(["report", "--persist", "--namespace", "ml"])
         .output()
@@ -73,13 +96,14 @@ fn replay_rebuilds_deleted_derived_tables_and_then_has_nothing_to_do() {
     assert_eq!(selected.status.code(), Some(2), "{selected:?}");
     let out = ok(whyslow(&store).arg("replay"));
     assert!(out.contains("unchanged, nothing written"), "{out}");
-    assert_eq!(Store::open(&store).unwrap().version(), version);
+    assert_eq!(open(&store, env).version(), version);
 
-    let mut w = StoreWriter::open(&store).unwrap();
+    let mut w =
+        StoreWriter::open_root(Root::parse_with(&store, env).unwrap(), Default::default()).unwrap();
     w.replace_tables(vec![(Table::Slowdowns, vec![]), (Table::Causes, vec![])])
         .unwrap();
     drop(w);
-    assert_eq!(Store::open(&store).unwrap().rows(Table::Slowdowns), 0);
+    assert_eq!(open(&store, env).rows(Table::Slowdowns), 0);
 
     let out = ok(whyslow(&store).arg("replay"));
     let added = out.lines().filter(|l| l.starts_with("+ slowdown ")).count();
@@ -92,7 +116,7 @@ fn replay_rebuilds_deleted_derived_tables_and_then_has_nothing_to_do() {
     );
     assert!(out.contains("slowdowns and causes rewritten"), "{out}");
     assert!(out.starts_with("dead letters: 0 retried"), "{out}");
-    let after = Store::open(&store).unwrap();
+    let after = open(&store, env);
     assert_eq!(
         (after.rows(Table::Slowdowns), after.rows(Table::Causes)),
         (slowdowns, causes)
@@ -102,7 +126,7 @@ fn replay_rebuilds_deleted_derived_tables_and_then_has_nothing_to_do() {
     let out = ok(whyslow(&store).arg("replay"));
     assert!(!out.contains("slowdown "), "{out}");
     assert!(out.contains("unchanged, nothing written"), "{out}");
-    assert_eq!(Store::open(&store).unwrap().version(), version);
+    assert_eq!(open(&store, env).version(), version);
 }
 
 #[test]
