@@ -138,7 +138,11 @@ fn stop_gracefully(mut child: Child) {
         assert!(Instant::now() < deadline, "no exit within 60 s of SIGTERM");
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(child.wait().unwrap().success());
+    let status = child.wait().unwrap();
+    assert!(
+        status.success(),
+        "whyslow stream exited with {status} after SIGTERM"
+    );
 }
 
 /// Envelope lines with ids `{prefix}{i}`, as `produce_events` makes them.

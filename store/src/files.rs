@@ -20,7 +20,7 @@ pub(crate) struct Listed {
     pub modified_ms: i64,
 }
 
-fn object_error(
+pub(crate) fn object_error(
     remote: &Remote,
     op: &'static str,
     rel: &str,

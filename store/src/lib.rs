@@ -30,6 +30,7 @@ pub mod delta;
 mod files;
 mod fsio;
 mod keys;
+mod lease;
 mod location;
 pub mod segment;
 mod sidecar;
@@ -42,6 +43,7 @@ use std::sync::Arc;
 
 use whyslow_schemas::Table;
 
+pub use lease::Leadership;
 pub use location::{Root, local_root};
 pub use state::KafkaOffset;
 pub use writer::{CommitStats, CompactStats, StoreWriter, TableCommit, WriterOptions};

@@ -174,8 +174,7 @@ fn refused_credentials_and_an_unreachable_endpoint_are_one_clear_error() {
     }
     let t = Instant::now();
     let e = Store::open_root(root(&url, &unreachable))
-        .err()
-        .expect("an unreachable endpoint is an error");
+        .expect_err("an unreachable endpoint is an error");
     assert!(e.to_string().contains(&url), "{e}");
     assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
 
@@ -187,4 +186,25 @@ fn refused_credentials_and_an_unreachable_endpoint_are_one_clear_error() {
         "{:?}",
         list_objects(&store)
     );
+}
+
+/// One process leads a bucket store at a time: a lease taken if absent, renewed while
+/// held, given up when dropped, and taken over once expired (the old holder's renewal
+/// then fails).
+#[test]
+fn one_leader_per_bucket_store() {
+    use whyslow_store::Leadership;
+    let s3 = S3Server::start();
+    let url = s3.url("led");
+    let env = s3.env();
+    let take = |ttl: Duration| Leadership::take_at(root(&url, &env), "_live.lock", ttl).unwrap();
+    let mut first = take(Duration::from_secs(60)).expect("free at first");
+    assert!(take(Duration::from_secs(60)).is_none(), "held");
+    assert!(first.renew().unwrap());
+    drop(first);
+    let mut short = take(Duration::from_millis(300)).expect("given up on drop");
+    assert!(take(Duration::from_secs(60)).is_none(), "not expired yet");
+    std::thread::sleep(Duration::from_millis(800));
+    let _next = take(Duration::from_secs(60)).expect("expired: taken over");
+    assert!(!short.renew().unwrap(), "the old holder lost it");
 }

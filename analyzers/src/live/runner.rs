@@ -12,7 +12,7 @@ use chrono::Utc;
 use tracing::{debug, info, warn};
 use whyslow_ingest::stream::{CommitObserver, Committed};
 use whyslow_schemas::Table;
-use whyslow_store::{Store, StoreWriter};
+use whyslow_store::{Leadership, Store, StoreWriter};
 
 use super::alertmanager::{Alertmanager, RESEND};
 use super::hook::{HookCall, HookRunner};
@@ -149,9 +149,10 @@ fn serve(mut opts: LiveOptions, rx: Receiver<(Store, Committed)>) -> LiveSummary
         .on_incident
         .clone()
         .map(|c| HookRunner::start(c, opts.on_incident_timeout));
-    // Only one analyzer per store publishes: the one holding `_live.lock` (released when
-    // its process ends, so another worker's analyzer takes over at its next commit).
-    let mut leadership: Option<std::fs::File> = None;
+    // Only one analyzer per store publishes: the one holding `_live.lock` (a file lock in a
+    // directory, released when its process ends; a lease in a bucket, renewed at every
+    // analysis), so another worker's analyzer takes over at its next commit.
+    let mut leadership: Option<Leadership> = None;
     let mut tracker = Tracker::new();
     let mut alerts = opts.alertmanager.take();
     loop {
@@ -181,8 +182,20 @@ fn serve(mut opts: LiveOptions, rx: Receiver<(Store, Committed)>) -> LiveSummary
         if written == 0 {
             continue; // only redelivered or duplicate rows: nothing new to analyze
         }
+        if let Some(held) = leadership.as_mut() {
+            match held.renew() {
+                Ok(true) => {}
+                Ok(false) => {
+                    warn!(
+                        "The live analyzer's lease on {LEAD_FILE} was taken over; another worker publishes now."
+                    );
+                    leadership = None;
+                }
+                Err(e) => warn!("The live analyzer could not renew {LEAD_FILE}: {e}."),
+            }
+        }
         if leadership.is_none() {
-            match lead(&opts.store) {
+            match Leadership::take(&opts.store, LEAD_FILE, LEASE) {
                 Ok(Some(lock)) => {
                     leadership = Some(lock);
                     tracker = resumed_tracker(&runtime, &opts);
@@ -241,23 +254,13 @@ fn serve(mut opts: LiveOptions, rx: Receiver<(Store, Committed)>) -> LiveSummary
     summary
 }
 
-/// The file whose lock makes an analyzer the one that publishes for a store.
+/// The file whose lock (or, in a bucket, lease) makes an analyzer the one that publishes
+/// for a store.
 const LEAD_FILE: &str = "_live.lock";
 
-/// Takes the store's analyzer lock if no other process holds it.
-fn lead(store: &std::path::Path) -> std::io::Result<Option<std::fs::File>> {
-    std::fs::create_dir_all(store)?;
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(store.join(LEAD_FILE))?;
-    match file.try_lock() {
-        Ok(()) => Ok(Some(file)),
-        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-        Err(std::fs::TryLockError::Error(e)) => Err(e),
-    }
-}
+/// How long a lease in a bucket lasts without renewal (an analysis renews it): a worker
+/// that died unannounced is replaced after this.
+const LEASE: Duration = Duration::from_secs(30);
 
 /// A tracker that carries on from what is already in the log (a restart, or taking over
 /// from another worker's analyzer).
