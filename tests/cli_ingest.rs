@@ -158,14 +158,23 @@ fn bad_usage_exits_2_and_unreadable_inputs_exit_1() {
     );
 }
 
-/// A store URL of a kind the store cannot use (object storage, HDFS) is refused in one
-/// sentence by every command, and nothing is created: no local `s3:` directory.
+/// A store URL of a kind the store cannot use (HDFS), or a bucket it cannot reach, is
+/// refused in one sentence by every command, and nothing is created: no local `s3:` or
+/// `hdfs:` directory.
 #[test]
-fn a_store_url_it_cannot_use_is_refused_and_nothing_is_created() {
+fn a_store_url_it_cannot_use_or_reach_is_refused_and_nothing_is_created() {
     let cwd = tempfile::tempdir().unwrap();
     let input = cwd.path().join("in.jsonl");
     std::fs::write(&input, generate(10, 0).0).unwrap();
-    for location in ["s3://bucket/prefix", "gs://bucket/prefix", "hdfs://nn/x"] {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for (location, why) in [
+        ("s3://bucket/prefix", "cannot list"),
+        ("hdfs://nn/x", "URL"),
+    ] {
         for args in [
             vec!["ingest", "--format", "envelope", "in.jsonl"],
             vec!["sql", "SELECT count(*) FROM events"],
@@ -175,13 +184,18 @@ fn a_store_url_it_cannot_use_is_refused_and_nothing_is_created() {
             let out = whyslow(Path::new(location))
                 .args(&args)
                 .current_dir(cwd.path())
+                .env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{closed}"))
+                .env("AWS_ALLOW_HTTP", "true")
+                .env("AWS_ACCESS_KEY_ID", "x")
+                .env("AWS_SECRET_ACCESS_KEY", "y")
+                .env("AWS_REGION", "us-east-1")
                 .output()
                 .unwrap();
             let err = text(&out.stderr);
             assert!(!out.status.success(), "{location} {args:?}: {err}");
             assert_eq!(err.lines().count(), 1, "one sentence: {err}");
             assert!(err.contains(location), "{err}");
-            assert!(err.contains("URL"), "says why: {err}");
+            assert!(err.contains(why), "says why: {err}");
             let left: Vec<_> = std::fs::read_dir(cwd.path())
                 .unwrap()
                 .map(|e| e.unwrap().file_name())

@@ -4,6 +4,9 @@
 //! small batch with Kafka offsets, close, as `whyslow stream` does per micro-batch.
 //!
 //! `cargo run --release -p whyslow-ingest --example store_bench [-- SAMPLES [COMMIT_ROWS [TURNS [TURN_ROWS]]]]`
+//!
+//! The store is a scratch directory, or the location in `WHYSLOW_BENCH_STORE` (e.g. an
+//! empty `s3://bucket/prefix`, reached with the usual `AWS_*` variables).
 
 use std::time::Instant;
 
@@ -100,7 +103,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let turns: usize = args.next().map_or(Ok(500), |a| a.parse())?;
     let turn_rows: usize = args.next().map_or(Ok(2_560), |a| a.parse())?;
     let dir = tempfile::tempdir()?;
-    let root = dir.path().join("store");
+    let root = match std::env::var("WHYSLOW_BENCH_STORE") {
+        Ok(location) => std::path::PathBuf::from(location),
+        Err(_) => dir.path().join("store"),
+    };
     let opts = WriterOptions {
         auto_compact_segments: 0,
         ..WriterOptions::default()
@@ -176,6 +182,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         after_keys as f64 / written as f64
     );
     let log_bytes = dir_bytes(&root.join("metrics/_delta_log"));
+    // (A bucket store's log is not a directory here: 0.)
     println!(
         "delta log              {:.2} MB  {:.3} bytes/sample",
         mb(log_bytes),

@@ -498,7 +498,8 @@ impl StoreWriter {
 
     /// Best-effort removal of files (relative paths) of a commit that did not land; the
     /// orphans it misses are removed when a writer next opens the store.
-    fn discard(&self, files: &[String]) {
+    fn discard(&mut self, files: &[String]) {
+        self.staged_since = None;
         for f in files {
             let _ = files::delete(&self.store.location, f);
         }
