@@ -70,9 +70,25 @@ impl Root {
             }
             Err(e) => return Err(e),
         };
-        Ok(Root::Remote(Arc::new(Remote::build(
-            &remote.0, &remote.1, options,
-        )?)))
+        if !options.is_empty() {
+            return Ok(Root::Remote(Arc::new(Remote::build(
+                &remote.0, &remote.1, options,
+            )?)));
+        }
+        // One client per bucket location for the process (its connections are reused by
+        // every open: the stream worker opens the store at every micro-batch).
+        static CLIENTS: std::sync::LazyLock<
+            std::sync::Mutex<std::collections::HashMap<String, Arc<Remote>>>,
+        > = std::sync::LazyLock::new(Default::default);
+        let mut clients = CLIENTS
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(r) = clients.get(&remote.0) {
+            return Ok(Root::Remote(r.clone()));
+        }
+        let built = Arc::new(Remote::build(&remote.0, &remote.1, &[])?);
+        clients.insert(remote.0.clone(), built.clone());
+        Ok(Root::Remote(built))
     }
 
     /// How the root is shown and joined with relative paths: the directory, or the URL
