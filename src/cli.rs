@@ -444,6 +444,8 @@ fn replay(store: PathBuf, a: ReplayArgs) -> Result<()> {
 fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
     use whyslow_analyzers::live::{LiveAnalyzer, LiveOptions};
     use whyslow_ingest::stream;
+    let runtime = runtime()?;
+    let shutdown = shutdown_signal(&runtime);
     let mut opts = args.worker;
     opts.store = store.clone();
     opts.read_kafka_config_file()?;
@@ -475,11 +477,11 @@ fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
             Some(Box::new(LiveAnalyzer::start(live)?))
         }
     };
-    let summary = runtime()?.block_on(stream::run(
+    let summary = runtime.block_on(stream::run(
         opts,
         |format| Some(whyslow_ingest::decode::decoder_for(format)),
         live,
-        shutdown_signal(),
+        shutdown,
     ))?;
     eprintln!(
         "whyslow stream: stopped after {} messages ({} redelivered and skipped): {} rows written, {} duplicate rows skipped, {} rejected to dead_letters, {} commits.",
@@ -493,19 +495,29 @@ fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
     Ok(())
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
+/// Takes over SIGINT and SIGTERM at once (called inside `runtime`), so that one arriving
+/// while the worker is still starting stops it cleanly instead of killing it; the future
+/// resolves on either.
+fn shutdown_signal(
+    runtime: &tokio::runtime::Runtime,
+) -> impl std::future::Future<Output = ()> + use<> {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        // Without signal handlers the worker still stops on a kill; wait forever here.
-        return std::future::pending().await;
+    let handlers = {
+        let _inside = runtime.enter();
+        (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        )
     };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+    async move {
+        let (Ok(mut term), Ok(mut int)) = handlers else {
+            // Without signal handlers the worker still stops on a kill; wait forever here.
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
     }
 }
 
