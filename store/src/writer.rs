@@ -763,7 +763,9 @@ impl StoreWriter {
             Root::Local(dir) => dir.clone(),
             Root::Remote(remote) => {
                 let remote = remote.clone();
-                self.recover_bucket(&remote)?;
+                if orphan_scan_due(&remote) {
+                    self.recover_bucket(&remote)?;
+                }
                 return self.vacuum();
             }
         };
@@ -870,6 +872,26 @@ impl StoreWriter {
             self.vacuumed_until = cutoff;
         }
         Ok(())
+    }
+}
+
+/// How often a process lists a bucket store for orphans: a listing costs a request per
+/// table and page, and the stream worker opens a writer per micro-batch.
+const ORPHAN_SCAN_EVERY: Duration = Duration::from_secs(600);
+
+/// Whether this process should list the bucket store `remote` for orphans now (the
+/// first open of it, then every [`ORPHAN_SCAN_EVERY`]); the answer counts as a scan.
+fn orphan_scan_due(remote: &Remote) -> bool {
+    static LAST: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, Instant>>> =
+        std::sync::LazyLock::new(Default::default);
+    let mut last = LAST.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let now = Instant::now();
+    match last.get(remote.url.as_str()) {
+        Some(at) if now.duration_since(*at) < ORPHAN_SCAN_EVERY => false,
+        _ => {
+            last.insert(remote.url.to_string(), now);
+            true
+        }
     }
 }
 
