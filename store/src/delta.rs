@@ -159,11 +159,7 @@ pub(crate) async fn is_table(root: &Root, table: Table) -> Result<bool, StoreErr
             let mut listing = remote.store.list(Some(&prefix));
             match futures::TryStreamExt::try_next(&mut listing).await {
                 Ok(first) => Ok(first.is_some()),
-                Err(e) => Err(StoreError::Object {
-                    op: "list",
-                    path: table_dir(root, table).join(DELTA_LOG_DIR),
-                    source: Box::new(e),
-                }),
+                Err(e) => Err(super::files::object_error(remote, "list", &rel, e)),
             }
         }
     }

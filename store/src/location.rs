@@ -135,51 +135,39 @@ impl Remote {
             retry_timeout: Duration::from_secs(60),
             ..RetryConfig::default()
         };
-        let option = |k: &str| k.to_ascii_lowercase();
+        let connect_timeout = ClientConfigKey::ConnectTimeout;
         let store: Arc<dyn ObjectStore> = match scheme {
             "gs" => Arc::new(
-                options
-                    .iter()
-                    .try_fold(
-                        object_store::gcp::GoogleCloudStorageBuilder::from_env(),
-                        |b, (k, v)| {
-                            let key = option(k).parse().map_err(|e: object_store::Error| {
-                                bad(format!("option {k}: {e}"))
-                            })?;
-                            Ok::<_, StoreError>(b.with_config(key, v))
-                        },
-                    )?
-                    .with_bucket_name(&bucket)
-                    .with_retry(retry)
-                    .with_client_options(
-                        object_store::ClientOptions::new()
-                            .with_connect_timeout(Duration::from_secs(5)),
-                    )
-                    .build()
-                    .map_err(|e| bad(e.to_string()))?,
+                configured(
+                    object_store::gcp::GoogleCloudStorageBuilder::from_env(),
+                    options,
+                    |b, k, v| b.with_config(k, v),
+                )
+                .map_err(bad)?
+                .with_bucket_name(&bucket)
+                .with_retry(retry)
+                .with_config(
+                    object_store::gcp::GoogleConfigKey::Client(connect_timeout),
+                    "5s",
+                )
+                .build()
+                .map_err(|e| bad(e.to_string()))?,
             ),
             _ => Arc::new(
-                options
-                    .iter()
-                    .try_fold(
-                        object_store::aws::AmazonS3Builder::from_env(),
-                        |b, (k, v)| {
-                            let key = option(k).parse().map_err(|e: object_store::Error| {
-                                bad(format!("option {k}: {e}"))
-                            })?;
-                            Ok::<_, StoreError>(b.with_config(key, v))
-                        },
-                    )?
-                    .with_bucket_name(&bucket)
-                    .with_retry(retry)
-                    .with_config(
-                        object_store::aws::AmazonS3ConfigKey::Client(
-                            ClientConfigKey::ConnectTimeout,
-                        ),
-                        "5s",
-                    )
-                    .build()
-                    .map_err(|e| bad(e.to_string()))?,
+                configured(
+                    object_store::aws::AmazonS3Builder::from_env(),
+                    options,
+                    |b, k, v| b.with_config(k, v),
+                )
+                .map_err(bad)?
+                .with_bucket_name(&bucket)
+                .with_retry(retry)
+                .with_config(
+                    object_store::aws::AmazonS3ConfigKey::Client(connect_timeout),
+                    "5s",
+                )
+                .build()
+                .map_err(|e| bad(e.to_string()))?,
             ),
         };
         Ok(Remote {
@@ -206,6 +194,25 @@ impl Remote {
         }
         full.strip_prefix(prefix)?.strip_prefix('/')
     }
+}
+
+/// `builder` with each of `options` set through `set`, names parsed as object_store's
+/// configuration keys (or the environment variables' names), case-insensitively.
+fn configured<B, K>(
+    builder: B,
+    options: &[(String, String)],
+    set: impl Fn(B, K, &str) -> B,
+) -> Result<B, String>
+where
+    K: std::str::FromStr<Err = object_store::Error>,
+{
+    options.iter().try_fold(builder, |b, (k, v)| {
+        let key = k
+            .to_ascii_lowercase()
+            .parse()
+            .map_err(|e| format!("option {k}: {e}"))?;
+        Ok(set(b, key, v))
+    })
 }
 
 /// The local directory `location` names; a URL of another kind is refused, naming its
