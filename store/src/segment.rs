@@ -49,7 +49,10 @@ fn column(name: &str) -> ColumnPath {
 }
 
 /// Writer settings of a table: zstd, page statistics, dictionaries for the repetitive
-/// strings, delta encoding for times and counters, byte-stream-split for floats.
+/// strings, delta encoding for counters. Times and floats are dictionary-coded while a
+/// row group's distinct values fit the dictionary page (scrapes share timestamps across
+/// series; gauges such as utilization, clocks or temperatures take few values), and fall
+/// back to delta encoding (times) or byte-stream-split (floats) past it.
 pub fn writer_properties(table: Table) -> WriterProperties {
     // Level 3 is zstd's default; the constructor only fails outside 1..=22.
     let zstd = ZstdLevel::try_new(3).map_or(Compression::SNAPPY, Compression::ZSTD);
@@ -68,11 +71,10 @@ pub fn writer_properties(table: Table) -> WriterProperties {
     for f in schema.fields() {
         use arrow::datatypes::DataType as D;
         let path = column(f.name());
+        // With the dictionary on, the column's encoding is the fallback past its page.
         match f.data_type() {
             D::Timestamp(..) if f.name() != "ingest_time" => {
-                b = b
-                    .set_column_dictionary_enabled(path.clone(), false)
-                    .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
+                b = b.set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
             }
             D::Int64 => {
                 b = b
@@ -80,9 +82,7 @@ pub fn writer_properties(table: Table) -> WriterProperties {
                     .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
             }
             D::Float64 => {
-                b = b
-                    .set_column_dictionary_enabled(path.clone(), false)
-                    .set_column_encoding(path, Encoding::BYTE_STREAM_SPLIT);
+                b = b.set_column_encoding(path, Encoding::BYTE_STREAM_SPLIT);
             }
             _ => {}
         }
