@@ -630,7 +630,7 @@ impl StoreWriter {
             Root::Remote(remote) => {
                 let pq = segment::encode_parquet(table, part, &root.join(&rel_pq))?;
                 let kb = sidecar::encode(keys)
-                    .map_err(|e| StoreError::io("compress", &root.join(&rel_keys), e))?;
+                    .map_err(|e| StoreError::io("compress", root.join(&rel_keys), e))?;
                 let sizes = (pq.len() as u64, kb.len() as u64);
                 files.push(rel_pq.clone());
                 files::put(remote, &rel_pq, pq)?;
