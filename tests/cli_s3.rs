@@ -1,11 +1,13 @@
 //! `--store s3://bucket/prefix` as a user runs it, on SeaweedFS on loopback: `ingest`
-//! in many small runs (compacted as they come), then again (nothing new is stored), `sql` agreeing with the input and with
-//! Python `deltalake` and Polars reading the same Delta tables from the bucket; refused
+//! in many small runs (compacted as they come), then again (nothing new is stored), `sql`
+//! agreeing with the input and with Python `deltalake`, Polars and DuckDB's `delta`
+//! extension reading the same Delta tables from the bucket; refused
 //! credentials and an unknown scheme fail in one sentence, exit non-zero, nothing written.
 
 #[path = "../store/tests/store_common/s3.rs"]
 mod s3;
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
@@ -90,6 +92,28 @@ for t in ["metrics", "events"]:
 print(json.dumps(out))
 "#;
 
+/// DuckDB's `delta` extension reads the bucket through its `httpfs` extension (both from
+/// PyPI, for DuckDB 1.5.5 in `$WHYSLOW_DUCKDB_DELTA`) with an S3 secret made from the
+/// same variables: rows of metrics and events and the sum of metric values.
+const DUCKDB_PY: &str = r#"
+import glob, json, os, sys
+from urllib.parse import urlparse
+import duckdb, duckdb_extension_delta, duckdb_extension_httpfs
+root, env = sys.argv[1], json.loads(sys.argv[2])
+def extension(module, name):
+    return glob.glob(os.path.dirname(module.__file__) + f"/extensions/*/{name}.duckdb_extension")[0]
+con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+con.execute(f"LOAD '{extension(duckdb_extension_httpfs, 'httpfs')}'")
+con.execute(f"LOAD '{extension(duckdb_extension_delta, 'delta')}'")
+endpoint = urlparse(env["AWS_ENDPOINT_URL"])
+con.execute("CREATE SECRET bucket (TYPE S3, KEY_ID ?, SECRET ?, REGION ?, ENDPOINT ?, URL_STYLE 'path', USE_SSL ?)",
+            [env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], env.get("AWS_REGION", "us-east-1"),
+             endpoint.netloc, endpoint.scheme == "https"])
+m, s = con.execute(f"select count(*), sum(value) from delta_scan('{root}/metrics')").fetchone()
+e = con.execute(f"select count(*) from delta_scan('{root}/events')").fetchone()[0]
+print(json.dumps({"version": duckdb.__version__, "metrics": m, "events": e, "sum": s}))
+"#;
+
 #[test]
 fn ingest_compact_and_sql_on_a_bucket_agree_with_external_readers() {
     let server = s3::S3Server::start();
@@ -154,6 +178,30 @@ fn ingest_compact_and_sql_on_a_bucket_agree_with_external_readers() {
             .unwrap();
         assert!((s - sum).abs() < 1e-6, "{reader}: {s} vs {sum}");
     }
+
+    let duckdb_delta = std::env::var("WHYSLOW_DUCKDB_DELTA").unwrap_or_else(|_| {
+        format!(
+            "{}/.cache/whyslow/duckdb-delta-1.5.5",
+            std::env::var("HOME").unwrap_or_default()
+        )
+    });
+    let out = Command::new("python3")
+        .env("PYTHONPATH", &duckdb_delta)
+        .args([
+            "-c",
+            DUCKDB_PY,
+            &store,
+            &serde_json::to_string(&env.iter().cloned().collect::<BTreeMap<_, _>>()).unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let duck: serde_json::Value = serde_json::from_str(text(&out.stdout).trim())
+        .unwrap_or_else(|e| panic!("{e}: {} {}", text(&out.stdout), text(&out.stderr)));
+    assert_eq!(duck["version"], "1.5.5", "{duck}");
+    assert_eq!(duck["metrics"], metrics, "{duck}");
+    assert_eq!(duck["events"], events, "{duck}");
+    let s = duck["sum"].as_f64().unwrap();
+    assert!((s - sum).abs() < 1e-6, "duckdb: {s} vs {sum}");
 }
 
 #[test]

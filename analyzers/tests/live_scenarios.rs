@@ -82,6 +82,7 @@ fn final_streamed_incidents_equal_the_batch_report_for_every_scenario() {
             let commit = Committed {
                 rows_written: s.total().written.total(),
                 arrivals: None,
+                took: Default::default(),
             };
             live.committed(&Store::open(&store).unwrap(), &commit);
         }
@@ -166,6 +167,7 @@ fn a_restarted_analyzer_carries_on_from_the_log() {
             let commit = Committed {
                 rows_written: s.total().written.total().max(1),
                 arrivals: None,
+                took: Default::default(),
             };
             live.committed(&Store::open(&store).unwrap(), &commit);
         }
@@ -182,6 +184,7 @@ fn a_restarted_analyzer_carries_on_from_the_log() {
         &Committed {
             rows_written: 1,
             arrivals: None,
+            took: Default::default(),
         },
     );
     again.stop();
@@ -210,6 +213,7 @@ fn one_analyzer_per_store_publishes_and_another_takes_over() {
     let commit = Committed {
         rows_written: 1,
         arrivals: None,
+        took: Default::default(),
     };
     let ingest_chunk = |paths: &Vec<String>| {
         ingest(&IngestOptions::new(

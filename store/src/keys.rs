@@ -247,7 +247,10 @@ mod tests {
         assert_ne!(k[0], k[1], "no step and step 0 are different samples");
         assert_ne!(k[1], k[2]);
         assert_ne!(k[2], k[3]);
-        assert_eq!(k[2], k[4], "the same step at the same time is the same sample");
+        assert_eq!(
+            k[2], k[4],
+            "the same step at the same time is the same sample"
+        );
         // Successive steps of one series have neighbouring hashes (the key file's
         // dictionary delta-codes them).
         assert_eq!(k[3].hash.wrapping_sub(k[2].hash), 1);

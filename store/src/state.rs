@@ -190,6 +190,40 @@ impl State {
         Ok(state)
     }
 
+    /// Brings every loaded table to its newest version by reading only the commits made
+    /// since (other writers' in a bucket): live segments and offsets follow; tombstones
+    /// of other writers are not collected (a full load does). Tables not loaded yet are
+    /// loaded or created at this writer's first commit to them.
+    pub fn refresh(&mut self, root: &Root) -> Result<(), StoreError> {
+        for (table, delta) in self.deltas.iter_mut() {
+            let table = *table;
+            let dir = delta::table_dir(root, table);
+            let err = |e| delta::error(&dir, e);
+            let before = delta.version();
+            let fresh = delta::block_on(async {
+                delta.update_incremental(None).await.map_err(err)?;
+                if delta.version() == before {
+                    return Ok(None);
+                }
+                let offsets = if table == ANCHOR {
+                    delta::application_transactions(delta).await.map_err(err)?
+                } else {
+                    BTreeMap::new()
+                };
+                Ok::<_, StoreError>(Some((live_segments(table, &dir, delta)?, offsets)))
+            })??;
+            if let Some((segments, offsets)) = fresh {
+                self.segments.insert(table, segments);
+                self.offsets.extend(
+                    offsets
+                        .into_iter()
+                        .filter_map(|(app, next)| Some((delta::parse_kafka_app_id(&app)?, next))),
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Records the segment file `path` of `table` (relative to the table directory),
     /// and its key file, as removed at `removed_ms`; a path leaving the table is ignored.
     fn tombstone(&mut self, table: Table, path: &str, removed_ms: i64) {

@@ -241,6 +241,26 @@ impl StoreWriter {
         Ok(w)
     }
 
+    /// Brings the writer up to the commits other writers made since it opened or last
+    /// refreshed, so that one writer can serve many commits (the stream worker keeps one
+    /// per bucket store instead of opening one per micro-batch). In a bucket, reads only
+    /// the new Delta commits, except when the periodic orphan scan is due: then the state
+    /// is read whole (with every writer's tombstones) before the scan. In a directory the
+    /// writer holds the lock, so nothing can have changed.
+    pub fn refresh(&mut self) -> Result<(), StoreError> {
+        let Root::Remote(remote) = &self.store.location else {
+            return Ok(());
+        };
+        let remote = remote.clone();
+        if orphan_scan_due(&remote) {
+            self.reload()?;
+            self.recover_bucket(&remote)?;
+            return self.vacuum();
+        }
+        let location = self.store.location.clone();
+        self.store.state.refresh(&location)
+    }
+
     /// The committed state as this writer last left it.
     pub fn store(&self) -> &Store {
         &self.store

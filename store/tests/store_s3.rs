@@ -68,6 +68,58 @@ fn a_bucket_store_keeps_rows_once_compacts_and_records_offsets() {
     }
 }
 
+/// A writer kept open across commits (as the stream worker keeps one per bucket store)
+/// sees, after `refresh`, the segments and offsets another writer committed meanwhile:
+/// their rows are dropped as duplicates and its offsets never move back.
+#[test]
+fn a_kept_writer_refreshed_sees_the_commits_of_others() {
+    let s3 = S3Server::start();
+    let (url, env) = (s3.url("kept"), s3.env());
+    let manual = WriterOptions {
+        auto_compact_segments: 0,
+        ..WriterOptions::default()
+    };
+    let mut kept = StoreWriter::open_root(root(&url, &env), manual.clone()).unwrap();
+    kept.append(Table::Metrics, metrics(0..100, BASE_NS))
+        .unwrap();
+    kept.commit(&[offset("t", 0, 5)]).unwrap();
+
+    let mut other = StoreWriter::open_root(root(&url, &env), manual.clone()).unwrap();
+    other
+        .append(Table::Metrics, metrics(100..300, BASE_NS))
+        .unwrap();
+    other.commit(&[offset("t", 1, 40)]).unwrap();
+    other.compact().unwrap();
+    drop(other);
+
+    kept.refresh().unwrap();
+    assert_eq!(kept.store().rows(Table::Metrics), 300);
+    assert_eq!(kept.store().kafka_offsets()[&("t".to_string(), 1)], 40);
+    kept.append(Table::Metrics, metrics(50..400, BASE_NS))
+        .unwrap();
+    let again = kept.commit(&[offset("t", 0, 9)]).unwrap();
+    assert_eq!((again.written(), again.duplicates()), (100, 250));
+    // Nothing changed since: a refresh reads no commit and keeps the state.
+    let version = kept.store().version();
+    kept.refresh().unwrap();
+    assert_eq!(kept.store().version(), version);
+    drop(kept);
+
+    let store = Store::open_root(root(&url, &env)).unwrap();
+    assert_eq!(
+        rows_without_ingest_time(&read_table(&store, Table::Metrics)),
+        rows_without_ingest_time(&[metrics(0..400, 0)])
+    );
+    let offsets = store.kafka_offsets();
+    assert_eq!(
+        (
+            offsets[&("t".to_string(), 0)],
+            offsets[&("t".to_string(), 1)]
+        ),
+        (9, 40)
+    );
+}
+
 /// Three writers (threads, each with its own client as separate hosts would have), each
 /// with its own Kafka partition and rows, plus rows all of them write, commit to one
 /// bucket at once with automatic compaction: every row is stored once, every partition's

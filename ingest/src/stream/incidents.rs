@@ -11,6 +11,9 @@ pub struct Committed {
     /// Kafka timestamps (ms since the epoch) of the oldest and newest message the commit
     /// holds: its evidence arrived between the two.
     pub arrivals: Option<(i64, i64)>,
+    /// From taking the micro-batch to its store commit landing: opening the writer,
+    /// deduplicating, writing the segments and the Delta commits.
+    pub took: std::time::Duration,
 }
 
 /// Told about every commit of the worker. `committed` runs on the ingest path (inside

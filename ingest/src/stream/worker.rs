@@ -46,9 +46,13 @@ pub struct StreamSummary {
 
 /// The state shared by the poll loop and the rebalance callback.
 struct Pipeline {
-    /// The store root: the writer is opened for each commit only, so that several
-    /// workers (one process each) can share one store, their commits taking turns.
+    /// The store root. In a directory the writer is opened for each commit only, so
+    /// that several workers (one process each) can share one store, their commits taking
+    /// turns on its lock.
     root: PathBuf,
+    /// In a bucket (no lock), the writer kept between commits and refreshed before each,
+    /// which reads only the Delta commits made since instead of the whole store.
+    kept: Option<StoreWriter>,
     batch: MicroBatch,
     stored: BTreeMap<(String, i32), i64>,
     summary: StreamSummary,
@@ -76,7 +80,14 @@ impl Pipeline {
             self.telemetry.note_committed();
             return Ok(None);
         }
-        let mut writer = open_writer_taking_turns(&self.root)?;
+        // A writer whose commit failed is not kept: the next flush opens a fresh one.
+        let mut writer = match self.kept.take() {
+            Some(mut kept) => {
+                kept.refresh()?;
+                kept
+            }
+            None => open_writer_taking_turns(&self.root)?,
+        };
         for (table, batch) in flushed.batches {
             writer.append(table, batch)?;
         }
@@ -113,8 +124,12 @@ impl Pipeline {
             let commit = Committed {
                 rows_written: written,
                 arrivals: flushed.arrivals,
+                took: started.elapsed(),
             };
             observer.committed(writer.store(), &commit);
+        }
+        if writer.store().object_store().is_some() {
+            self.kept = Some(writer);
         }
         Ok((tpl.count() > 0).then_some(tpl))
     }
@@ -273,6 +288,7 @@ pub async fn run(
         .collect();
     let pipeline = Arc::new(Mutex::new(Pipeline {
         root: opts.store.clone(),
+        kept: None,
         batch: MicroBatch::new(topic_formats, make_decoder, now_ns),
         stored,
         summary: StreamSummary::default(),
