@@ -235,8 +235,8 @@ pub async fn analyze(
             workload: wk.1.clone(),
             run_id: None,
         };
-        for (metric, pts) in samples {
-            let s = throughput::workload_series(pts.clone());
+        for (metric, (interval_ns, buckets)) in samples {
+            let s = throughput::workload_series(*interval_ns, buckets);
             found.extend(throughput::detect(&key, metric, &s, cfg, horizon));
         }
     }

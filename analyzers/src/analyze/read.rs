@@ -15,6 +15,7 @@ use crate::symptoms::gpu_straggler::GpuSeries;
 use crate::symptoms::pending::Lifecycle;
 use crate::symptoms::run::{Marks, RunSeries};
 use crate::symptoms::save_cadence::Save;
+use crate::symptoms::throughput::Bucket;
 use crate::symptoms::{Point, WorkloadKey, WorkloadName};
 
 pub type Params = [(&'static str, datafusion::scalar::ScalarValue); 2];
@@ -185,41 +186,41 @@ pub async fn read_lifecycle(
     Ok(out)
 }
 
-pub async fn read_utilization(
-    ctx: &SessionContext,
-    params: &Params,
-) -> Result<BTreeMap<WorkloadName, BTreeMap<String, Vec<(String, Point)>>>> {
-    let mut out: BTreeMap<WorkloadName, BTreeMap<String, Vec<(String, Point)>>> = BTreeMap::new();
+/// Per workload and utilization metric: its scrape interval and its buckets, ascending
+/// (see `symptoms/utilization.sql`).
+pub type Utilization = BTreeMap<WorkloadName, BTreeMap<String, (Option<i64>, Vec<Bucket>)>>;
+
+pub async fn read_utilization(ctx: &SessionContext, params: &Params) -> Result<Utilization> {
+    let mut out = Utilization::new();
     for b in sql::collect(ctx, q::UTILIZATION, params).await? {
         let c = Columns::new(&b, q::UTILIZATION.path);
-        let (ns, w, metric, time, value) = (
+        let (ns, w, metric) = (
             c.strings("namespace")?,
             c.strings("workload")?,
             c.strings("metric")?,
-            c.times("time")?,
-            c.floats("value")?,
         );
-        let (node, device) = (c.strings("node")?, c.strings("device")?);
+        let (interval, bucket, sum, samples) = (
+            c.ints("interval_ns")?,
+            c.ints("bucket")?,
+            c.ints("value_millionths")?,
+            c.ints("samples")?,
+        );
         for i in 0..b.num_rows() {
-            let (Some(m), Some(t), Some(v)) = (&metric[i], time[i], value[i]) else {
+            let (Some(m), Some(index), Some(sum), Some(n)) =
+                (&metric[i], bucket[i], sum[i], samples[i])
+            else {
                 continue;
             };
-            out.entry((ns[i].clone(), w[i].clone()))
+            let series = out
+                .entry((ns[i].clone(), w[i].clone()))
                 .or_default()
                 .entry(m.clone())
-                .or_default()
-                .push((
-                    format!(
-                        "{}/{}",
-                        node[i].as_deref().unwrap_or("-"),
-                        device[i].as_deref().unwrap_or("-")
-                    ),
-                    Point {
-                        time_ns: t,
-                        step: None,
-                        value: v,
-                    },
-                ));
+                .or_insert_with(|| (interval[i], Vec::new()));
+            series.1.push(Bucket {
+                index,
+                sum: sum as f64 / 1e6,
+                samples: u64::try_from(n).unwrap_or(0),
+            });
         }
     }
     Ok(out)

@@ -1,57 +1,49 @@
 //! Throughput drops for workloads without SDK pace data: the accelerator utilization
-//! (DCGM `gpu_util`, TPU `duty_cycle`) averaged over the workload's devices, with scrape
-//! gaps inside its lifetime read as idle, fell by at least 15% and stayed down.
+//! (DCGM `gpu_util`, TPU `duty_cycle`) averaged over the workload's devices per scrape
+//! interval (summed by `symptoms/utilization.sql`), with scrape gaps inside its lifetime
+//! read as idle, fell by at least 15% and stayed down.
 
 use super::regression::{self, PaceInput, Worse};
-use std::collections::BTreeMap;
-
-use super::stats::median;
 use super::{DetectorConfig, Point, Symptom, SymptomKind, WorkloadKey};
 
-/// One workload's utilization series from per-device samples `(device key, sample)`: the
-/// mean over devices per scrape interval (the median interval of the devices' own
-/// series), with intervals where no device reported inside its lifetime read as idle.
-pub fn workload_series(mut samples: Vec<(String, Point)>) -> Vec<Point> {
-    // Sums in one order whatever order the rows came in: the same data, the same bits.
-    samples.sort_by(|a, b| {
-        (a.1.time_ns, &a.0)
-            .cmp(&(b.1.time_ns, &b.0))
-            .then(a.1.value.total_cmp(&b.1.value))
-    });
-    let mut by_device: BTreeMap<String, Vec<i64>> = BTreeMap::new();
-    for (d, p) in &samples {
-        by_device.entry(d.clone()).or_default().push(p.time_ns);
-    }
-    let mut dts = Vec::new();
-    for ts in by_device.values_mut() {
-        ts.sort_unstable();
-        dts.extend(
-            ts.windows(2)
-                .map(|w| (w[1] - w[0]) as f64)
-                .filter(|d| *d > 0.0),
-        );
-    }
-    let Some(interval) = median(&dts).map(|d| d as i64).filter(|d| *d > 0) else {
-        let mut pts: Vec<Point> = samples.into_iter().map(|(_, p)| p).collect();
-        pts.sort_by_key(|p| p.time_ns);
-        return pts;
+/// One scrape interval of a workload's utilization, as `symptoms/utilization.sql`
+/// returns it: the sum of every device's samples in it, and how many there were.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bucket {
+    /// The sample times divided by the interval (the times themselves without one).
+    pub index: i64,
+    pub sum: f64,
+    pub samples: u64,
+}
+
+/// One workload's utilization series from its buckets (ascending): the mean over its
+/// devices per scrape interval, with intervals where no device reported inside its
+/// lifetime read as idle. Without an interval (no device reported twice) each bucket
+/// is one sample time.
+pub fn workload_series(interval_ns: Option<i64>, buckets: &[Bucket]) -> Vec<Point> {
+    let mean = |b: &Bucket| b.sum / b.samples.max(1) as f64;
+    let Some(interval) = interval_ns.filter(|i| *i > 0) else {
+        return buckets
+            .iter()
+            .map(|b| Point {
+                time_ns: b.index,
+                step: None,
+                value: mean(b),
+            })
+            .collect();
     };
-    let mut buckets: BTreeMap<i64, (f64, usize)> = BTreeMap::new();
-    for (_, p) in &samples {
-        let b = buckets
-            .entry(p.time_ns.div_euclid(interval))
-            .or_insert((0.0, 0));
-        b.0 += p.value;
-        b.1 += 1;
-    }
-    let (Some(&first), Some(&last)) = (buckets.keys().next(), buckets.keys().next_back()) else {
+    let (Some(first), Some(last)) = (buckets.first(), buckets.last()) else {
         return Vec::new();
     };
-    (first..=last)
-        .map(|b| {
-            let value = buckets.get(&b).map_or(0.0, |(sum, n)| sum / *n as f64);
+    let mut next = buckets.iter().peekable();
+    (first.index..=last.index)
+        .map(|index| {
+            let value = match next.peek() {
+                Some(b) if b.index == index => next.next().map_or(0.0, mean),
+                _ => 0.0,
+            };
             Point {
-                time_ns: (b + 1) * interval,
+                time_ns: (index + 1) * interval,
                 step: None,
                 value,
             }
@@ -89,42 +81,28 @@ mod tests {
     const S: i64 = 1_000_000_000;
 
     #[test]
-    fn devices_are_averaged_and_gaps_read_as_idle() {
-        let mut samples = Vec::new();
-        for t in 0..10 {
-            // Two devices scraped 3 s apart every 15 s.
-            samples.push((
-                "a".to_string(),
-                Point {
-                    time_ns: t * 15 * S,
-                    step: None,
-                    value: 80.0,
-                },
-            ));
-            samples.push((
-                "b".to_string(),
-                Point {
-                    time_ns: t * 15 * S + 3 * S,
-                    step: None,
-                    value: 100.0,
-                },
-            ));
-        }
-        samples.push((
-            "a".to_string(),
-            Point {
-                time_ns: 300 * S,
-                step: None,
-                value: 90.0,
-            },
-        ));
-        let s = workload_series(samples);
-        assert_eq!(s[0].value, 90.0);
+    fn buckets_are_averaged_and_gaps_read_as_idle() {
+        let b = |index, sum, samples| Bucket {
+            index,
+            sum,
+            samples,
+        };
+        // Two devices every 15 s (buckets 0..9), nothing from 150 s to 300 s, then one.
+        let mut buckets: Vec<Bucket> = (0..10).map(|i| b(i, 180.0, 2)).collect();
+        buckets.push(b(20, 90.0, 1));
+        let s = workload_series(Some(15 * S), &buckets);
+        assert_eq!(s.len(), 21);
+        assert_eq!((s[0].time_ns, s[0].value), (15 * S, 90.0));
+        assert_eq!((s[20].time_ns, s[20].value), (315 * S, 90.0));
         let zeros = s.iter().filter(|p| p.value == 0.0).count();
         assert_eq!(
             zeros, 10,
             "150 s .. 300 s at 15 s is 10 empty intervals: {s:?}"
         );
+        // Without an interval each bucket is a sample time.
+        let single = workload_series(None, &[b(7 * S, 50.0, 2)]);
+        assert_eq!((single[0].time_ns, single[0].value), (7 * S, 25.0));
+        assert!(workload_series(Some(S), &[]).is_empty());
     }
 
     #[test]
