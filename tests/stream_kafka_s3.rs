@@ -258,7 +258,7 @@ fn broker_and_bucket_restarts_during_consumption_lose_nothing() {
     bucket.wait_rows(40_000, Duration::from_secs(300));
     // The stop lets the live analyzer finish its last analysis; after a restart of the
     // S3 server a request on a connection pooled before it can wait out the client's
-    // 30 s timeout (the lease renewal did, seen at 62 s), so the stop gets longer here.
+    // 30 s timeout (the lease renewal did), so the stop gets longer here.
     stop_gracefully_within(worker, Duration::from_secs(240));
     bucket.assert_exactly(&[("r-", 0..20_000), ("s-", 0..10_000), ("t-", 0..10_000)]);
 }
