@@ -155,7 +155,7 @@ impl State {
                 if delta.version().is_none() {
                     return Ok(None);
                 }
-                let segments = live_segments(table, &dir, &delta)?;
+                let (segments, offsets) = table_view(table, &dir, &delta).await?;
                 let mut removed = Vec::new();
                 if tombstones {
                     let snapshot = delta.snapshot().map_err(err)?;
@@ -164,11 +164,6 @@ impl State {
                         removed.push((t.path().into_owned(), t.deletion_timestamp()));
                     }
                 }
-                let offsets = if table == ANCHOR {
-                    delta::application_transactions(&delta).await.map_err(err)?
-                } else {
-                    BTreeMap::new()
-                };
                 Ok::<_, StoreError>(Some((delta, segments, removed, offsets)))
             })??;
             let Some((delta, segments, removed, offsets)) = table_state else {
@@ -178,12 +173,7 @@ impl State {
             for (path, removed_ms) in removed {
                 state.tombstone(table, &path, removed_ms.unwrap_or(0));
             }
-            // Only the anchor's: application ids of other writers are left out.
-            state.offsets.extend(
-                offsets
-                    .into_iter()
-                    .filter_map(|(app, next)| Some((delta::parse_kafka_app_id(&app)?, next))),
-            );
+            State::extend_offsets(&mut state.offsets, offsets);
             state.segments.insert(table, segments);
             state.deltas.insert(table, delta);
         }
@@ -205,23 +195,23 @@ impl State {
                 if delta.version() == before {
                     return Ok(None);
                 }
-                let offsets = if table == ANCHOR {
-                    delta::application_transactions(delta).await.map_err(err)?
-                } else {
-                    BTreeMap::new()
-                };
-                Ok::<_, StoreError>(Some((live_segments(table, &dir, delta)?, offsets)))
+                table_view(table, &dir, delta).await.map(Some)
             })??;
             if let Some((segments, offsets)) = fresh {
                 self.segments.insert(table, segments);
-                self.offsets.extend(
-                    offsets
-                        .into_iter()
-                        .filter_map(|(app, next)| Some((delta::parse_kafka_app_id(&app)?, next))),
-                );
+                Self::extend_offsets(&mut self.offsets, offsets);
             }
         }
         Ok(())
+    }
+
+    /// Adds the Kafka offsets among application transactions `txns` to `offsets` (the
+    /// application ids of other writers are left out).
+    fn extend_offsets(offsets: &mut BTreeMap<(String, i32), i64>, txns: BTreeMap<String, i64>) {
+        offsets.extend(
+            txns.into_iter()
+                .filter_map(|(app, next)| Some((delta::parse_kafka_app_id(&app)?, next))),
+        );
     }
 
     /// Records the segment file `path` of `table` (relative to the table directory),
@@ -349,12 +339,7 @@ impl State {
             let others = if before.map(|b| b + 1) == Some(version) {
                 None
             } else {
-                let offsets = if table == ANCHOR {
-                    delta::application_transactions(&delta).await.map_err(err)?
-                } else {
-                    BTreeMap::new()
-                };
-                Some((live_segments(table, &dir, &delta)?, offsets))
+                Some(table_view(table, &dir, &delta).await?)
             };
             Ok::<_, StoreError>((delta, others))
         })??;
@@ -363,11 +348,7 @@ impl State {
         let segs = self.segments.entry(table).or_default();
         if let Some((live, offsets)) = others {
             *segs = live;
-            self.offsets.extend(
-                offsets
-                    .into_iter()
-                    .filter_map(|(app, next)| Some((delta::parse_kafka_app_id(&app)?, next))),
-            );
+            Self::extend_offsets(&mut self.offsets, offsets);
         } else {
             let gone_paths: HashSet<&str> = gone.iter().map(|s| s.path.as_str()).collect();
             segs.retain(|s| !gone_paths.contains(s.path.as_str()));
@@ -396,6 +377,23 @@ impl State {
         }
         out
     }
+}
+
+/// The live segments of `table` at the loaded version of its Delta log, and its
+/// application transactions (Kafka offsets) when it is the anchor table (none otherwise).
+async fn table_view(
+    table: Table,
+    dir: &Path,
+    delta: &DeltaTable,
+) -> Result<(Vec<SegmentEntry>, BTreeMap<String, i64>), StoreError> {
+    let offsets = if table == ANCHOR {
+        delta::application_transactions(delta)
+            .await
+            .map_err(|e| delta::error(dir, e))?
+    } else {
+        BTreeMap::new()
+    };
+    Ok((live_segments(table, dir, delta)?, offsets))
 }
 
 /// The live segments of `table` as the loaded version of its Delta log lists them.

@@ -25,14 +25,19 @@ fn offset(topic: &str, partition: i32, next_offset: i64) -> KafkaOffset {
     }
 }
 
+/// Writer options without automatic compaction: the test compacts when it says so.
+fn manual_compaction() -> WriterOptions {
+    WriterOptions {
+        auto_compact_segments: 0,
+        ..WriterOptions::default()
+    }
+}
+
 #[test]
 fn a_bucket_store_keeps_rows_once_compacts_and_records_offsets() {
     let s3 = S3Server::start();
     let (url, env) = (s3.url("one"), s3.env());
-    let manual = WriterOptions {
-        auto_compact_segments: 0,
-        ..WriterOptions::default()
-    };
+    let manual = manual_compaction();
     let mut w = StoreWriter::open_root(root(&url, &env), manual.clone()).unwrap();
     w.append(Table::Metrics, metrics(0..1_000, BASE_NS))
         .unwrap();
@@ -75,10 +80,7 @@ fn a_bucket_store_keeps_rows_once_compacts_and_records_offsets() {
 fn a_kept_writer_refreshed_sees_the_commits_of_others() {
     let s3 = S3Server::start();
     let (url, env) = (s3.url("kept"), s3.env());
-    let manual = WriterOptions {
-        auto_compact_segments: 0,
-        ..WriterOptions::default()
-    };
+    let manual = manual_compaction();
     let mut kept = StoreWriter::open_root(root(&url, &env), manual.clone()).unwrap();
     kept.append(Table::Metrics, metrics(0..100, BASE_NS))
         .unwrap();
