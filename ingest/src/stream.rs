@@ -31,6 +31,14 @@ pub enum StreamError {
     },
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(
+        "the store stayed unwritable for longer than the retry budget of {budget:?} (last error: {last})"
+    )]
+    StoreUnreachable {
+        budget: std::time::Duration,
+        #[source]
+        last: StoreError,
+    },
     #[error("cannot serve metrics on {addr}: {source}")]
     MetricsEndpoint {
         addr: String,

@@ -195,6 +195,41 @@ impl StoreError {
             if matches!(source.kind(), std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem))
     }
 
+    /// Whether the same write may succeed if tried again later: the object store or a
+    /// Delta commit did not answer (a server restarting, a network fault, conflicts past
+    /// the retries), the lock was held, the commit came too late, or the disk was full or
+    /// timed out. Bad rows, damaged files and a table of the wrong shape never pass.
+    pub fn may_pass(&self) -> bool {
+        use std::io::ErrorKind as K;
+        match self {
+            StoreError::Object { .. }
+            | StoreError::Delta { .. }
+            | StoreError::Locked { .. }
+            | StoreError::Stale { .. } => true,
+            StoreError::Io { source, .. } => matches!(
+                source.kind(),
+                K::TimedOut
+                    | K::Interrupted
+                    | K::WouldBlock
+                    | K::StorageFull
+                    | K::ConnectionRefused
+                    | K::ConnectionReset
+                    | K::ConnectionAborted
+                    | K::NotConnected
+                    | K::BrokenPipe
+                    | K::UnexpectedEof
+            ),
+            StoreError::Parquet { .. }
+            | StoreError::Arrow { .. }
+            | StoreError::Corrupt { .. }
+            | StoreError::OldLayout { .. }
+            | StoreError::UnsupportedLocation { .. }
+            | StoreError::BadLocation { .. }
+            | StoreError::IncompatibleTable { .. }
+            | StoreError::Schema { .. } => false,
+        }
+    }
+
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         StoreError::Io {
             op,

@@ -10,6 +10,9 @@
 //! A record a decoder still holds across messages (an open traceback) keeps the recorded
 //! offset at the message it began in (`MicroBatch::take`): after a crash its lines come
 //! again, and the rows decoded twice meanwhile are duplicates the store drops.
+//! A commit that fails with an error that may pass (a bucket that does not answer) keeps
+//! its batch and is tried again, reading nothing new meanwhile, until the retry budget
+//! runs out; only then does the worker stop, its offsets still unrecorded.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -26,12 +29,13 @@ use rdkafka::types::RDKafkaRespErr;
 use tracing::{error, info, warn};
 
 use super::StreamError;
+use super::batch::Flushed;
 use super::batch::{Accepted, Message, MicroBatch};
 use super::incidents::{CommitObserver, Committed};
 use super::options::StreamOptions;
 use super::telemetry::{PartitionLabels, Telemetry, TopicLabels};
 use crate::decode::{Decoder, Format};
-use whyslow_store::{KafkaOffset, StoreError, StoreWriter};
+use whyslow_store::{CommitStats, KafkaOffset, StoreError, StoreWriter};
 
 /// What a worker did before it stopped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -54,6 +58,12 @@ struct Pipeline {
     /// which reads only the Delta commits made since instead of the whole store.
     kept: Option<StoreWriter>,
     batch: MicroBatch,
+    /// A flushed batch whose commit failed with an error that may pass (the bucket did not
+    /// answer): committed again before anything else, while the poll loop reads nothing
+    /// new, so a store outage holds the consumer back instead of growing memory.
+    pending: Option<Flushed>,
+    /// Since when the store has failed, the last error and when to try again.
+    store_down: Option<StoreOutage>,
     stored: BTreeMap<(String, i32), i64>,
     summary: StreamSummary,
     telemetry: Arc<Telemetry>,
@@ -62,15 +72,21 @@ struct Pipeline {
 
 impl Pipeline {
     /// Writes the batch to the store (segments and offsets in one commit), then tells
-    /// Kafka. Returns the offsets to commit to Kafka.
+    /// Kafka. Returns the offsets to commit to Kafka. A batch whose commit failed stays
+    /// [`Pipeline::pending`] and is what the next flush commits.
     fn flush(&mut self) -> Result<Option<TopicPartitionList>, StreamError> {
-        // Rows without messages: what the decoders held back, emitted at the end.
-        if self.batch.is_empty() && self.batch.rows() == 0 {
-            self.telemetry.note_committed();
-            return Ok(None);
-        }
         let started = Instant::now();
-        let flushed = self.batch.take();
+        let flushed = match self.pending.take() {
+            Some(pending) => pending,
+            None => {
+                // Rows without messages: what the decoders held back, emitted at the end.
+                if self.batch.is_empty() && self.batch.rows() == 0 {
+                    self.telemetry.note_committed();
+                    return Ok(None);
+                }
+                self.batch.take()
+            }
+        };
         let moved = flushed
             .offsets
             .iter()
@@ -80,7 +96,18 @@ impl Pipeline {
             self.telemetry.note_committed();
             return Ok(None);
         }
-        // A writer whose commit failed is not kept: the next flush opens a fresh one.
+        match self.commit(&flushed) {
+            Ok((writer, stats)) => Ok(self.committed(writer, stats, flushed, started)),
+            Err(e) => {
+                self.pending = Some(flushed);
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Writes a flushed batch's rows and offsets in one store commit. A writer whose
+    /// commit failed is not kept: the next flush opens a fresh one.
+    fn commit(&mut self, flushed: &Flushed) -> Result<(StoreWriter, CommitStats), StoreError> {
         let mut writer = match self.kept.take() {
             Some(mut kept) => {
                 kept.refresh()?;
@@ -88,8 +115,9 @@ impl Pipeline {
             }
             None => open_writer_taking_turns(&self.root)?,
         };
-        for (table, batch) in flushed.batches {
-            writer.append(table, batch)?;
+        for (table, batch) in &flushed.batches {
+            // A RecordBatch clone shares its buffers; the batch stays for a retry.
+            writer.append(*table, batch.clone())?;
         }
         // Offsets never move back: after a rebalance another worker may already have
         // stored further messages of a partition (their rows are duplicates, skipped).
@@ -105,6 +133,21 @@ impl Pipeline {
             })
             .collect();
         let stats = writer.commit(&offsets)?;
+        Ok((writer, stats))
+    }
+
+    /// Accounts for a committed batch, lets the observer see it and keeps a bucket's
+    /// writer. Returns the offsets to commit to Kafka.
+    fn committed(
+        &mut self,
+        writer: StoreWriter,
+        stats: CommitStats,
+        flushed: Flushed,
+        started: Instant,
+    ) -> Option<TopicPartitionList> {
+        if self.store_down.take().is_some() {
+            eprintln!("whyslow stream: the store is writable again; resuming.");
+        }
         let (written, duplicates) = (stats.written(), stats.duplicates());
         self.summary.rows_written += written;
         self.summary.duplicate_rows += duplicates;
@@ -131,8 +174,46 @@ impl Pipeline {
         if writer.store().object_store().is_some() {
             self.kept = Some(writer);
         }
-        Ok((tpl.count() > 0).then_some(tpl))
+        (tpl.count() > 0).then_some(tpl)
     }
+
+    /// Notes a store failure that may pass: the first of an outage is said on stderr,
+    /// and the next try waits a little longer each time (up to 10 s).
+    fn note_store_failure(&mut self, error: StoreError) {
+        let outage = self.store_down.get_or_insert_with(|| {
+            eprintln!("whyslow stream: cannot write the store, retrying: {error}.");
+            StoreOutage {
+                since: Instant::now(),
+                backoff: Duration::from_millis(250),
+                retry_at: Instant::now(),
+                last: None,
+            }
+        });
+        outage.backoff = (outage.backoff * 2).min(Duration::from_secs(10));
+        outage.retry_at = Instant::now() + outage.backoff;
+        warn!(
+            "Store commit failed, retrying in {:?}: {error}.",
+            outage.backoff
+        );
+        outage.last = Some(error);
+    }
+
+    /// Whether the poll loop should try the pending commit now.
+    fn retry_due(&self) -> bool {
+        self.pending.is_some()
+            && self
+                .store_down
+                .as_ref()
+                .is_none_or(|o| Instant::now() >= o.retry_at)
+    }
+}
+
+/// A store that has failed to take commits since `since`.
+struct StoreOutage {
+    since: Instant,
+    backoff: Duration,
+    retry_at: Instant,
+    last: Option<StoreError>,
 }
 
 struct WorkerContext {
@@ -226,6 +307,9 @@ impl ConsumerContext for WorkerContext {
                         }
                     }
                     Ok(None) => {}
+                    // The batch stays pending and is committed later: offsets never
+                    // move back and rows the next owner also stores are duplicates.
+                    Err(StreamError::Store(e)) if e.may_pass() => p.note_store_failure(e),
                     Err(e) => *lock(&self.failure) = Some(e),
                 }
                 for elem in tpl.elements() {
@@ -290,6 +374,8 @@ pub async fn run(
         root: opts.store.clone(),
         kept: None,
         batch: MicroBatch::new(topic_formats, make_decoder, now_ns),
+        pending: None,
+        store_down: None,
         stored,
         summary: StreamSummary::default(),
         telemetry: telemetry.clone(),
@@ -361,6 +447,25 @@ pub async fn run(
                 last,
             });
         }
+        let (store_down, store_gave_up) = {
+            let mut p = lock(&pipeline);
+            let over = p
+                .store_down
+                .as_ref()
+                .is_some_and(|o| o.since.elapsed() > opts.retry_budget);
+            let last = if over {
+                p.store_down.take().and_then(|o| o.last)
+            } else {
+                None
+            };
+            (p.pending.is_some(), last)
+        };
+        if let Some(last) = store_gave_up {
+            break Err(StreamError::StoreUnreachable {
+                budget: opts.retry_budget,
+                last,
+            });
+        }
         tokio::select! {
             _ = &mut shutdown => {
                 info!("Shutting down: flushing and committing.");
@@ -369,13 +474,16 @@ pub async fn run(
             _ = ticker.tick() => {
                 let due = {
                     let p = lock(&pipeline);
-                    !p.batch.is_empty() && p.batch.age() >= opts.flush_interval
+                    p.retry_due()
+                        || (!p.batch.is_empty() && p.batch.age() >= opts.flush_interval)
                 };
                 if due && let Err(e) = flush_off_runtime(&pipeline, &consumer).await {
                     break Err(e);
                 }
             }
-            received = consumer.recv() => match received {
+            // While a commit is pending nothing new is read: librdkafka's queue fills and
+            // stops fetching, so an outage of the store costs no memory.
+            received = consumer.recv(), if !store_down => match received {
                 Ok(msg) => {
                     lock(&health).down_since = None;
                     let headers: Vec<(&str, &str)> = msg
@@ -448,6 +556,19 @@ pub async fn run(
     }
     result?;
     final_flush?;
+    // A commit the store did not take even at the end: its messages are read again at
+    // the next start (their offsets were never recorded), but this run did not finish.
+    let unwritten = {
+        let mut p = lock(&pipeline);
+        match p.pending {
+            // A pending batch always has its outage's last error.
+            Some(_) => p.store_down.take().and_then(|o| o.last),
+            None => None,
+        }
+    };
+    if let Some(e) = unwritten {
+        return Err(StreamError::Store(e));
+    }
     let summary = lock(&pipeline).summary;
     Ok(summary)
 }
@@ -510,7 +631,18 @@ fn flush_and_commit(
     pipeline: &Arc<Mutex<Pipeline>>,
     consumer: &StreamConsumer<WorkerContext>,
 ) -> Result<(), StreamError> {
-    let offsets = lock(pipeline).flush()?;
+    let offsets = {
+        let mut p = lock(pipeline);
+        match p.flush() {
+            Ok(offsets) => offsets,
+            // Kept pending and tried again by the poll loop, within the retry budget.
+            Err(StreamError::Store(e)) if e.may_pass() => {
+                p.note_store_failure(e);
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        }
+    };
     if let Some(offsets) = offsets
         && let Err(e) = consumer.commit(&offsets, CommitMode::Async)
     {

@@ -227,6 +227,11 @@ impl S3Server {
     /// Starts it again on the same ports, data and bucket.
     pub fn restart(&mut self) {
         self.stop();
+        self.start_again();
+    }
+
+    /// Starts it again after [`S3Server::stop`], on the same ports, data and bucket.
+    pub fn start_again(&mut self) {
         self.spawn();
     }
 }
