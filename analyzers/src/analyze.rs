@@ -37,6 +37,24 @@ pub const LOOKBACK_NS: i64 = 15 * 60 * 1_000_000_000;
 /// The buckets of `symptoms/gpu_activity.sql`.
 const ACTIVITY_BUCKET_NS: i64 = 60 * 1_000_000_000;
 
+/// State views that several symptom queries and cause rules read (some more than once
+/// each): the analysis computes each once, as a table of its rows in its session.
+const MATERIALIZED_VIEWS: &[&str] = &["checkpoint_ops"];
+
+/// Replaces the view `name` in the session with a table of its rows, computed now. The
+/// analysis' session is its own (`whyslow sql` keeps the views).
+async fn materialize(ctx: &SessionContext, name: &'static str) -> Result<()> {
+    let err = |source| crate::AnalyzeError::Sql { file: name, source };
+    let df = ctx.table(name).await.map_err(err)?;
+    let schema = std::sync::Arc::new(df.schema().as_arrow().clone());
+    let batches = df.collect().await.map_err(err)?;
+    let table = datafusion::datasource::MemTable::try_new(schema, vec![batches]).map_err(err)?;
+    ctx.deregister_table(name).map_err(err)?;
+    ctx.register_table(name, std::sync::Arc::new(table))
+        .map_err(err)?;
+    Ok(())
+}
+
 /// What to analyze: workloads and a time window (all optional).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Selection {
@@ -132,6 +150,10 @@ pub async fn analyze(
 
     let series = read_framework_series(ctx, &params).await?;
     clock.lap("framework series");
+    for view in MATERIALIZED_VIEWS {
+        materialize(ctx, view).await?;
+    }
+    clock.lap("checkpoint operations");
     let pauses = read_pauses(ctx, &params).await?;
     let lifecycle = read_lifecycle(ctx, &params).await?;
     clock.lap("pauses and lifecycle");
@@ -139,7 +161,7 @@ pub async fn analyze(
     clock.lap("utilization");
     let placements = read_placements(ctx, &params).await?;
     clock.lap("placements");
-    let activity = read_gpu_activity(ctx, &params).await?;
+    let activity = read_gpu_activity(ctx, &params, &straggler_candidates(&series)).await?;
     clock.lap("gpu activity");
     let saves = read_saves(ctx, &params).await?;
     clock.lap("saves");
@@ -187,6 +209,7 @@ pub async fn analyze(
         let pace = paces.entry(wk).or_default();
         found.extend(detect_run(key, run, &marks, pace, horizon, &end, cfg));
     }
+    clock.lap("detect: runs");
     // Regressions: the wall-clock pace of each workload across its runs (a run started
     // with a new configuration is compared with the previous one), in buckets long enough
     // to hold its regular saves.
@@ -202,6 +225,7 @@ pub async fn analyze(
             .unwrap_or_default();
         found.extend(detect_regressions(wk, pairs, &saves, horizon, cfg));
     }
+    clock.lap("detect: regressions");
     // Saves more often than configured, where no pace change already shows them.
     for (wk, list) in &saves {
         let key = WorkloadKey {
@@ -224,6 +248,7 @@ pub async fn analyze(
             }
         }
     }
+    clock.lap("detect: saves");
     for (wk, samples) in &util {
         // A serving workload's utilization follows its traffic: its latency says how it
         // does.
@@ -240,26 +265,10 @@ pub async fn analyze(
             found.extend(throughput::detect(&key, metric, &s, cfg, horizon));
         }
     }
-    // Stragglers of jobs without per-rank compute times, from their GPUs' SM activity.
-    let per_rank: BTreeSet<WorkloadName> = series
-        .iter()
-        .filter(|(_, r)| {
-            r.metrics
-                .get("compute_seconds")
-                .is_some_and(|m| m.len() >= 2)
-        })
-        .map(|(k, _)| (k.namespace.clone(), k.workload.clone()))
-        .collect();
-    // Only training runs (a framework series: steps, loss, epochs) are synchronous; a
-    // serving deployment's replicas each go at their own pace.
-    let trained: BTreeSet<WorkloadName> = series
-        .keys()
-        .map(|k| (k.namespace.clone(), k.workload.clone()))
-        .collect();
+    clock.lap("detect: throughput");
+    // Stragglers of jobs without per-rank compute times, from their GPUs' SM activity
+    // (read for those jobs only).
     for (wk, metrics) in &activity {
-        if per_rank.contains(wk) || !trained.contains(wk) {
-            continue;
-        }
         // Power only where no profiling field is collected: it has an idle floor, so it
         // moves less than activity, but a waiting GPU draws less.
         let Some((metric, gpus)) = ["sm_active", "tensor_active", "power_watts"]
@@ -282,6 +291,7 @@ pub async fn analyze(
             horizon,
         ));
     }
+    clock.lap("detect: gpu stragglers");
     for (wk, events) in &lifecycle {
         let key = WorkloadKey {
             namespace: wk.0.clone(),
@@ -315,12 +325,14 @@ pub async fn analyze(
             }
         }
     }
+    clock.lap("detect: pending");
     found.extend(serving::detect_latency(&serving_series, cfg, horizon));
     found.retain(|s| sel.wants(&s.key) && s.lost_seconds >= cfg.min_lost_seconds);
     found.sort_by(|a, b| {
         (a.start_ns, &a.key, a.kind, a.rank).cmp(&(b.start_ns, &b.key, b.kind, b.rank))
     });
 
+    clock.lap("detect: serving latency");
     // The rules' view of the symptoms and their scope.
     let mut rows = Vec::new();
     let mut scope = Vec::new();
@@ -346,7 +358,7 @@ pub async fn analyze(
     }
     scope.sort();
     scope.dedup();
-    clock.lap("detectors");
+    clock.lap("symptom scope");
     causes::register(ctx, &rows, &scope).await?;
     let candidates = causes::run_rules(ctx).await?;
     clock.lap("cause rules");
@@ -409,6 +421,26 @@ pub async fn analyze(
         findings,
         timings: clock.done(),
     })
+}
+
+/// The workloads whose GPU activity the straggler detector reads: training runs (a
+/// framework series: steps, loss, epochs; a serving deployment's replicas each go at
+/// their own pace) without per-rank compute times (those find their stragglers by rank).
+fn straggler_candidates(series: &BTreeMap<WorkloadKey, RunSeries>) -> BTreeSet<WorkloadName> {
+    let per_rank: BTreeSet<WorkloadName> = series
+        .iter()
+        .filter(|(_, r)| {
+            r.metrics
+                .get("compute_seconds")
+                .is_some_and(|m| m.len() >= 2)
+        })
+        .map(|(k, _)| (k.namespace.clone(), k.workload.clone()))
+        .collect();
+    series
+        .keys()
+        .map(|k| (k.namespace.clone(), k.workload.clone()))
+        .filter(|wk| !per_rank.contains(wk))
+        .collect()
 }
 
 /// Stage timings of one analysis.

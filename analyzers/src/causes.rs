@@ -207,7 +207,8 @@ pub async fn register(
     Ok(())
 }
 
-fn replace_table(
+/// Registers `batch` as the in-memory table `name`, replacing any table of that name.
+pub(crate) fn replace_table(
     ctx: &SessionContext,
     name: &str,
     schema: Arc<Schema>,

@@ -1,11 +1,31 @@
 //! Reading query results by column name whatever the physical string, integer or time
 //! type DataFusion chose (Utf8 or Utf8View, Int32 or Int64, any timestamp unit).
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Float64Type, Int64Type, TimeUnit};
 
 use crate::{AnalyzeError, Result};
+
+/// A text column of a result batch (see [`Columns::texts`]).
+pub struct Texts(StringArray);
+
+impl Texts {
+    /// The text of row `i`; `None` where it is NULL.
+    pub fn get(&self, i: usize) -> Option<&str> {
+        self.0.is_valid(i).then(|| self.0.value(i))
+    }
+
+    /// The number of rows.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
 
 /// The columns of one result batch, read by name.
 pub struct Columns<'a> {
@@ -40,13 +60,16 @@ impl<'a> Columns<'a> {
         })
     }
 
-    /// A text column.
+    /// A text column, one owned string per row.
     pub fn strings(&self, name: &str) -> Result<Vec<Option<String>>> {
+        let a = self.texts(name)?;
+        Ok((0..a.len()).map(|i| a.get(i).map(str::to_string)).collect())
+    }
+
+    /// A text column read in place: rows borrow the batch's buffer, nothing is copied.
+    pub fn texts(&self, name: &str) -> Result<Texts> {
         let a = self.cast(name, &DataType::Utf8)?;
-        let a = a.as_string::<i32>();
-        Ok((0..a.len())
-            .map(|i| a.is_valid(i).then(|| a.value(i).to_string()))
-            .collect())
+        Ok(Texts(a.as_string::<i32>().clone()))
     }
 
     /// A timestamp column as nanoseconds since the epoch.

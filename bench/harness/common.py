@@ -58,7 +58,8 @@ class Tools:
         self._build(force=build)
 
     def _cargo(self, *args: str) -> None:
-        cmd = ["cargo", "build", *(["--release"] if self.profile == "release" else []), *args]
+        profile = [] if self.profile == "debug" else ["--profile", self.profile]
+        cmd = ["cargo", "build", *profile, *args]
         log("building: " + " ".join(cmd))
         subprocess.run(cmd, cwd=REPO, check=True)
 

@@ -3,6 +3,10 @@
 //! and the events cited as evidence.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use arrow::array::{RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
 
 use datafusion::prelude::SessionContext;
 
@@ -62,10 +66,10 @@ pub async fn read_framework_series(
     for b in sql::collect(ctx, q::FRAMEWORK_SERIES, params).await? {
         let c = Columns::new(&b, file);
         let (ns, w, run, metric) = (
-            c.strings("namespace")?,
-            c.strings("workload")?,
-            c.strings("run_id")?,
-            c.strings("metric")?,
+            c.texts("namespace")?,
+            c.texts("workload")?,
+            c.texts("run_id")?,
+            c.texts("metric")?,
         );
         let (rank, time, step, value) = (
             c.ints("rank")?,
@@ -73,40 +77,56 @@ pub async fn read_framework_series(
             c.ints("step")?,
             c.floats("value")?,
         );
-        let (node, device) = (c.strings("node")?, c.strings("device")?);
-        for i in 0..b.num_rows() {
-            let (Some(m), Some(t), Some(v)) = (&metric[i], time[i], value[i]) else {
+        let (node, device) = (c.texts("node")?, c.texts("device")?);
+        // Rows come sorted by series: each run of rows of one series is looked up once.
+        let same_series = |i: usize, j: usize| {
+            rank[i] == rank[j]
+                && metric.get(i) == metric.get(j)
+                && run.get(i) == run.get(j)
+                && w.get(i) == w.get(j)
+                && ns.get(i) == ns.get(j)
+        };
+        for rows in runs_of(b.num_rows(), same_series) {
+            let Some(m) = metric.get(rows.start) else {
                 continue;
             };
             let key = WorkloadKey {
-                namespace: ns[i].clone(),
-                workload: w[i].clone(),
-                run_id: run[i].clone(),
+                namespace: ns.get(rows.start).map(str::to_string),
+                workload: w.get(rows.start).map(str::to_string),
+                run_id: run.get(rows.start).map(str::to_string),
             };
-            let r = rank[i].map(|r| r as i32);
-            // A trainer's fractional epoch is progress where nothing reports steps.
-            let step_i = match (m.as_str(), step[i]) {
-                ("epoch", None) => Some((v * 1e4).round() as i64),
-                (_, s) => s,
-            };
+            let r = rank[rows.start].map(|r| r as i32);
+            let usable = |i: &usize| time[*i].is_some() && value[*i].is_some();
             let entry = out.entry(key).or_default();
-            entry
+            if let Some(i) = rows.clone().filter(usable).find(|&i| node.get(i).is_some()) {
+                entry.placement.entry(r).or_insert_with(|| {
+                    (
+                        node.get(i).map(str::to_string),
+                        device.get(i).map(str::to_string),
+                    )
+                });
+            }
+            let points = entry
                 .metrics
-                .entry(m.clone())
+                .entry(m.to_string())
                 .or_default()
                 .entry(r)
-                .or_default()
-                .push(Point {
+                .or_default();
+            points.extend(rows.filter_map(|i| {
+                let (Some(t), Some(v)) = (time[i], value[i]) else {
+                    return None;
+                };
+                // A trainer's fractional epoch is progress where nothing reports steps.
+                let step = match (m, step[i]) {
+                    ("epoch", None) => Some((v * 1e4).round() as i64),
+                    (_, s) => s,
+                };
+                Some(Point {
                     time_ns: t,
-                    step: step_i,
+                    step,
                     value: v,
-                });
-            if node[i].is_some() {
-                entry
-                    .placement
-                    .entry(r)
-                    .or_insert_with(|| (node[i].clone(), device[i].clone()));
-            }
+                })
+            }));
         }
     }
     for run in out.values_mut() {
@@ -227,34 +247,66 @@ pub async fn read_utilization(ctx: &SessionContext, params: &Params) -> Result<U
 }
 
 /// Per workload and metric (`sm_active`, `tensor_active`): each GPU's activity per minute.
+/// The GPU activity of the `candidates` (registered as the table `straggler_candidates`
+/// the query reads, so that DataFusion aggregates their samples only).
 pub async fn read_gpu_activity(
     ctx: &SessionContext,
     params: &Params,
+    candidates: &BTreeSet<WorkloadName>,
 ) -> Result<BTreeMap<WorkloadName, BTreeMap<String, Vec<GpuSeries>>>> {
     type PerGpu = BTreeMap<(String, Option<String>), Vec<(i64, f64)>>;
     let mut raw: BTreeMap<WorkloadName, BTreeMap<String, PerGpu>> = BTreeMap::new();
+    if candidates.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("namespace", DataType::Utf8, true),
+        Field::new("workload", DataType::Utf8, true),
+    ]));
+    let namespaces: StringArray = candidates.iter().map(|(ns, _)| ns.as_deref()).collect();
+    let workloads: StringArray = candidates.iter().map(|(_, w)| w.as_deref()).collect();
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![Arc::new(namespaces), Arc::new(workloads)],
+    )
+    .map_err(|source| crate::AnalyzeError::Arrow {
+        what: "straggler_candidates",
+        source,
+    })?;
+    crate::causes::replace_table(ctx, "straggler_candidates", schema, batch)?;
     for b in sql::collect(ctx, q::GPU_ACTIVITY, params).await? {
         let c = Columns::new(&b, q::GPU_ACTIVITY.path);
         let (ns, w, metric, node, device) = (
-            c.strings("namespace")?,
-            c.strings("workload")?,
-            c.strings("metric")?,
-            c.strings("node")?,
-            c.strings("device")?,
+            c.texts("namespace")?,
+            c.texts("workload")?,
+            c.texts("metric")?,
+            c.texts("node")?,
+            c.texts("device")?,
         );
         let (bucket, value) = (c.times("bucket")?, c.floats("value")?);
-        for i in 0..b.num_rows() {
-            let (Some(m), Some(n), Some(t), Some(v)) = (&metric[i], &node[i], bucket[i], value[i])
-            else {
+        // Rows come sorted by GPU: each run of rows of one GPU is looked up once.
+        let same_gpu = |i: usize, j: usize| {
+            device.get(i) == device.get(j)
+                && node.get(i) == node.get(j)
+                && metric.get(i) == metric.get(j)
+                && w.get(i) == w.get(j)
+                && ns.get(i) == ns.get(j)
+        };
+        for rows in runs_of(b.num_rows(), same_gpu) {
+            let (Some(m), Some(n)) = (metric.get(rows.start), node.get(rows.start)) else {
                 continue;
             };
-            raw.entry((ns[i].clone(), w[i].clone()))
+            let wk = (
+                ns.get(rows.start).map(str::to_string),
+                w.get(rows.start).map(str::to_string),
+            );
+            raw.entry(wk)
                 .or_default()
-                .entry(m.clone())
+                .entry(m.to_string())
                 .or_default()
-                .entry((n.clone(), device[i].clone()))
+                .entry((n.to_string(), device.get(rows.start).map(str::to_string)))
                 .or_default()
-                .push((t, v));
+                .extend(rows.filter_map(|i| Some((bucket[i]?, value[i]?))));
         }
     }
     Ok(raw
@@ -391,9 +443,6 @@ pub async fn read_evidence(
     ctx: &SessionContext,
     cited: &BTreeSet<&str>,
 ) -> Result<HashMap<String, EventInfo>> {
-    use arrow::array::{RecordBatch, StringArray};
-    use arrow::datatypes::{DataType, Field, Schema};
-    use std::sync::Arc;
     let schema = Arc::new(Schema::new(vec![Field::new(
         "event_id",
         DataType::Utf8,
@@ -478,4 +527,38 @@ pub async fn read_saves(
         v.sort_by_key(|s| (s.began_ns, s.step));
     }
     Ok(out)
+}
+
+/// The runs of equal neighbours among `n` sorted rows, as index ranges in order:
+/// `same(i, j)` says whether rows `i` and `j` belong to one run.
+fn runs_of(
+    n: usize,
+    same: impl Fn(usize, usize) -> bool,
+) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        if start >= n {
+            return None;
+        }
+        let mut end = start + 1;
+        while end < n && same(start, end) {
+            end += 1;
+        }
+        let run = start..end;
+        start = end;
+        Some(run)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runs_of;
+
+    #[test]
+    fn runs_of_equal_neighbours_cover_every_row_once() {
+        let keys = ["a", "a", "b", "a", "a", "a"];
+        let runs: Vec<_> = runs_of(keys.len(), |i, j| keys[i] == keys[j]).collect();
+        assert_eq!(runs, vec![0..2, 2..3, 3..6]);
+        assert_eq!(runs_of(0, |_, _| true).count(), 0);
+    }
 }

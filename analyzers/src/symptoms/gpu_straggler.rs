@@ -60,6 +60,52 @@ fn quantile(xs: &[f64], q: f64) -> Option<f64> {
     Some(v[i.min(v.len() - 1)])
 }
 
+/// One bucket's levels sorted once, so that the median of each GPU's peers (every level
+/// but its own) is read in constant time instead of a sort per GPU: a job of hundreds of
+/// GPUs costs a sort per bucket, not one per GPU and bucket.
+struct PeerMedians {
+    sorted: Vec<f64>,
+    /// Per GPU: where its level sits in `sorted`, where it has one.
+    at: Vec<Option<usize>>,
+}
+
+impl PeerMedians {
+    fn new(levels: &[Option<f64>]) -> Self {
+        let mut by_level: Vec<(f64, usize)> = levels
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.map(|v| (v, i)))
+            .collect();
+        by_level.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut at = vec![None; levels.len()];
+        for (pos, &(_, i)) in by_level.iter().enumerate() {
+            at[i] = Some(pos);
+        }
+        PeerMedians {
+            sorted: by_level.into_iter().map(|(v, _)| v).collect(),
+            at,
+        }
+    }
+
+    /// The median of every level but GPU `i`'s ([`median`] of them, to the bit).
+    fn excluding(&self, i: usize) -> Option<f64> {
+        let skip = self.at.get(i).copied().flatten();
+        let n = self.sorted.len() - usize::from(skip.is_some());
+        if n == 0 {
+            return None;
+        }
+        let nth = |k: usize| match skip {
+            Some(p) if k >= p => self.sorted[k + 1],
+            _ => self.sorted[k],
+        };
+        Some(if n % 2 == 1 {
+            nth(n / 2)
+        } else {
+            (nth(n / 2 - 1) + nth(n / 2)) / 2.0
+        })
+    }
+}
+
 /// The straggler episodes of one workload's GPUs, bucketed `bucket_ns` apart.
 pub fn detect(
     key: &WorkloadKey,
@@ -89,18 +135,9 @@ pub fn detect(
             raw.entry(t).or_insert_with(|| vec![None; gpus.len()])[i] = Some(v);
         }
     }
-    let peer_median = |levels: &[Option<f64>], i: usize| -> Option<f64> {
-        let peers: Vec<f64> = levels
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| *j != i)
-            .filter_map(|(_, v)| *v)
-            .collect();
-        median(&peers)
-    };
     // A GPU's level against its peers' median in one bucket.
-    let ratio = |levels: &[Option<f64>], i: usize| -> Option<f64> {
-        let p = peer_median(levels, i).filter(|p| *p > 1e-6)?;
+    let ratio = |levels: &[Option<f64>], peers: &PeerMedians, i: usize| -> Option<f64> {
+        let p = peers.excluding(i).filter(|p| *p > 1e-6)?;
         Some(levels[i]? / p)
     };
     // The calmest buckets: where the GPUs' levels (against their own usual) are closest
@@ -125,9 +162,13 @@ pub fn detect(
         .collect();
     calm.sort_by(|a, b| a.0.total_cmp(&b.0));
     calm.truncate((calm.len() / CALM_SHARE).max(MIN_CALM));
+    let calm: Vec<(&Vec<Option<f64>>, PeerMedians)> = calm
+        .into_iter()
+        .map(|(_, l)| (l, PeerMedians::new(l)))
+        .collect();
     let usual_ratio: Vec<Option<f64>> = (0..gpus.len())
         .map(|i| {
-            let rs: Vec<f64> = calm.iter().filter_map(|(_, l)| ratio(l, i)).collect();
+            let rs: Vec<f64> = calm.iter().filter_map(|(l, p)| ratio(l, p, i)).collect();
             median(&rs)
         })
         .collect();
@@ -142,16 +183,17 @@ pub fn detect(
                 .zip(&usual)
                 .map(|(v, u)| v.map(|v| v / u))
                 .collect();
+            let (rel_peers, level_peers) = (PeerMedians::new(&rel), PeerMedians::new(levels));
             let best = (0..gpus.len())
                 .filter_map(|i| {
                     let own = rel[i]?;
-                    let p = peer_median(&rel, i)?;
+                    let p = rel_peers.excluding(i)?;
                     if own >= KEPT && p <= floor && own - p >= cfg.drop_min_rel {
                         return Some((i, own, p));
                     }
                     // Against its peers: their level relative to its own usual ratio.
                     let by_ratio = usual_ratio[i]
-                        .zip(ratio(levels, i))
+                        .zip(ratio(levels, &level_peers, i))
                         .filter(|(u, r)| *u > 1e-6 && *r > 1e-6)
                         .map(|(u, r)| u / r)?;
                     // Its own level may wander with the job's (it is the pace), but it
@@ -238,6 +280,36 @@ pub fn detect(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peer_medians_equal_the_median_of_the_others() {
+        let levels = [
+            Some(0.5),
+            None,
+            Some(0.9),
+            Some(0.5),
+            Some(0.1),
+            Some(0.7),
+            Some(0.3),
+        ];
+        for len in 0..=levels.len() {
+            let levels = &levels[..len];
+            let peers = PeerMedians::new(levels);
+            for i in 0..len {
+                let others: Vec<f64> = levels
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != i)
+                    .filter_map(|(_, v)| *v)
+                    .collect();
+                assert_eq!(
+                    peers.excluding(i),
+                    median(&others),
+                    "{levels:?} without {i}"
+                );
+            }
+        }
+    }
 
     const S: i64 = 1_000_000_000;
     const MIN: i64 = 60 * S;
