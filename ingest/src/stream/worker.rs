@@ -544,7 +544,15 @@ pub async fn run(
     // Whatever happened, what is buffered goes to the store before we leave, with what
     // the decoders still hold.
     lock(&pipeline).batch.finish_decoders();
-    let final_flush = flush_off_runtime(&pipeline, &consumer).await;
+    let mut final_flush = flush_off_runtime(&pipeline, &consumer).await;
+    // A pending batch went first: what the decoders held back is a second commit.
+    let held_back = {
+        let p = lock(&pipeline);
+        p.pending.is_none() && !(p.batch.is_empty() && p.batch.rows() == 0)
+    };
+    if final_flush.is_ok() && held_back {
+        final_flush = flush_off_runtime(&pipeline, &consumer).await;
+    }
     consumer.unsubscribe();
     if let Some(s) = metrics_server {
         s.abort();
