@@ -455,19 +455,7 @@ pub async fn read_evidence(
             source,
         }
     })?;
-    let table =
-        datafusion::datasource::MemTable::try_new(schema, vec![vec![batch]]).map_err(|source| {
-            crate::AnalyzeError::Sql {
-                file: "(cited)",
-                source,
-            }
-        })?;
-    let _ = ctx.deregister_table("cited");
-    ctx.register_table("cited", Arc::new(table))
-        .map_err(|source| crate::AnalyzeError::Sql {
-            file: "(cited)",
-            source,
-        })?;
+    crate::causes::replace_table(ctx, "cited", schema, batch)?;
     let mut out = HashMap::new();
     for b in sql::collect(ctx, EVIDENCE, &[]).await? {
         let c = Columns::new(&b, EVIDENCE.path);

@@ -29,8 +29,7 @@ use rdkafka::types::RDKafkaRespErr;
 use tracing::{error, info, warn};
 
 use super::StreamError;
-use super::batch::Flushed;
-use super::batch::{Accepted, Message, MicroBatch};
+use super::batch::{Accepted, Flushed, Message, MicroBatch};
 use super::incidents::{CommitObserver, Committed};
 use super::options::StreamOptions;
 use super::telemetry::{PartitionLabels, Telemetry, TopicLabels};
