@@ -193,6 +193,46 @@ pub async fn collect(
     file: SqlFile,
     params: &[(&str, datafusion::scalar::ScalarValue)],
 ) -> crate::Result<Vec<arrow::array::RecordBatch>> {
+    let df = frame(ctx, file, params).await?;
+    df.collect()
+        .await
+        .map_err(|source| crate::AnalyzeError::Sql {
+            file: file.path,
+            source,
+        })
+}
+
+/// Runs one SQL file with named parameters and hands its rows to `each` batch by batch,
+/// as they are produced: a reader that folds them into aggregates never holds the
+/// query's whole output.
+pub async fn for_each_batch(
+    ctx: &datafusion::prelude::SessionContext,
+    file: SqlFile,
+    params: &[(&str, datafusion::scalar::ScalarValue)],
+    mut each: impl FnMut(&arrow::array::RecordBatch) -> crate::Result<()>,
+) -> crate::Result<()> {
+    use futures::TryStreamExt;
+    let err = |source| crate::AnalyzeError::Sql {
+        file: file.path,
+        source,
+    };
+    let mut stream = frame(ctx, file, params)
+        .await?
+        .execute_stream()
+        .await
+        .map_err(err)?;
+    while let Some(batch) = stream.try_next().await.map_err(err)? {
+        each(&batch)?;
+    }
+    Ok(())
+}
+
+/// The plan of one SQL file with its parameters bound.
+async fn frame(
+    ctx: &datafusion::prelude::SessionContext,
+    file: SqlFile,
+    params: &[(&str, datafusion::scalar::ScalarValue)],
+) -> crate::Result<datafusion::dataframe::DataFrame> {
     use datafusion::common::ParamValues;
     let err = |source| crate::AnalyzeError::Sql {
         file: file.path,
@@ -206,7 +246,7 @@ pub async fn collect(
             .collect();
         df = df.with_param_values(ParamValues::Map(map)).map_err(err)?;
     }
-    df.collect().await.map_err(err)
+    Ok(df)
 }
 
 /// Runs a statement (a `CREATE VIEW`) for its effect.

@@ -274,8 +274,9 @@ pub async fn read_gpu_activity(
         source,
     })?;
     crate::causes::replace_table(ctx, "straggler_candidates", schema, batch)?;
-    for b in sql::collect(ctx, q::GPU_ACTIVITY, params).await? {
-        let c = Columns::new(&b, q::GPU_ACTIVITY.path);
+    // One GPU-minute a row: folded batch by batch, never held whole.
+    sql::for_each_batch(ctx, q::GPU_ACTIVITY, params, |b| {
+        let c = Columns::new(b, q::GPU_ACTIVITY.path);
         let (ns, w, metric, node, device) = (
             c.texts("namespace")?,
             c.texts("workload")?,
@@ -284,7 +285,9 @@ pub async fn read_gpu_activity(
             c.texts("device")?,
         );
         let (bucket, value) = (c.times("bucket")?, c.floats("value")?);
-        // Rows come sorted by GPU: each run of rows of one GPU is looked up once.
+        // Rows come in no set order, but in runs of one GPU (the aggregation emits its
+        // groups about in the order the scan met them, and a segment stores its rows GPU
+        // by GPU): each run is looked up once, and each GPU's minutes are sorted below.
         let same_gpu = |i: usize, j: usize| {
             device.get(i) == device.get(j)
                 && node.get(i) == node.get(j)
@@ -308,7 +311,9 @@ pub async fn read_gpu_activity(
                 .or_default()
                 .extend(rows.filter_map(|i| Some((bucket[i]?, value[i]?))));
         }
-    }
+        Ok(())
+    })
+    .await?;
     Ok(raw
         .into_iter()
         .map(|(wk, metrics)| {

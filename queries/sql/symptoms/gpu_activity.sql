@@ -4,7 +4,8 @@
 -- named on the sample, else its pod's (`pod_workloads`). The input of the straggler
 -- detector for jobs without per-rank step data: only the workloads of the table
 -- `straggler_candidates` (namespace, workload), which the analysis registers, are
--- aggregated.
+-- aggregated. Rows come unordered (one a GPU-minute: sorting them cost more than the
+-- aggregation at fleet scale); the reader puts each GPU's minutes in order.
 WITH samples AS (
   SELECT coalesce(m.namespace, p.namespace) AS namespace,
     coalesce(m.workload, p.workload) AS workload,
@@ -22,5 +23,4 @@ SELECT s.namespace, s.workload, s.metric, s.node, s.device,
 FROM samples s
 JOIN straggler_candidates c
   ON s.workload = c.workload AND (s.namespace IS NOT DISTINCT FROM c.namespace)
-GROUP BY 1, 2, 3, 4, 5, 6
-ORDER BY 1, 2, 3, 4, 5, 6;
+GROUP BY 1, 2, 3, 4, 5, 6;
