@@ -47,7 +47,7 @@ fn main() {
     let total = started.elapsed().as_secs_f64();
     println!("open session: {opened:.2} s");
     for (stage, secs) in &a.timings {
-        println!("  {stage:<22} {secs:>8.2} s");
+        println!("  {stage:<44} {secs:>8.2} s");
     }
     println!(
         "analysis: {:.2} s; render: {:.2} s; total: {total:.2} s",

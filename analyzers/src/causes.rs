@@ -232,13 +232,18 @@ pub(crate) fn replace_table(
     Ok(())
 }
 
-/// Runs every cause rule and returns their candidates, sorted by slowdown, time, cause.
-pub async fn run_rules(ctx: &SessionContext) -> Result<Vec<Candidate>> {
+/// Runs every cause rule and returns their candidates, sorted by slowdown, time, cause;
+/// `done` is told each rule's file as it finishes.
+pub async fn run_rules(
+    ctx: &SessionContext,
+    mut done: impl FnMut(&'static str),
+) -> Result<Vec<Candidate>> {
     let mut out = Vec::new();
     for &(layer, file) in CAUSE_RULES {
         for batch in sql::collect(ctx, file, &[]).await? {
             read_candidates(&batch, layer, file.path, &mut out)?;
         }
+        done(file.path);
     }
     // A total order (rules return rows in no particular order): ties broken down to the
     // summary and evidence, so the same store always ranks the same way.

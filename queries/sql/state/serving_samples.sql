@@ -42,6 +42,9 @@ serving AS (
   FROM requests r
   CROSS JOIN (VALUES ('_p50'), ('_p95'), ('_p99'), ('_observations'), ('rate')) AS k(part)
   WHERE k.part <> 'rate' OR r.metric = 'request_seconds'
+  -- The scraped series in two lists: DataFusion prunes pages and row groups by an IN list
+  -- of at most 20 values, and reads every page for a longer one (1000 nodes x a day:
+  -- 1.1 s for no serving sample at all, 0.35 s in two).
   UNION ALL
   SELECT time, source, metric, value, cluster, node, namespace, workload, pod FROM metrics
   WHERE metric IN ('ttft_seconds_p50', 'ttft_seconds_p95', 'ttft_seconds_p99',
@@ -50,8 +53,10 @@ serving AS (
                    'inter_token_seconds_p99', 'inter_token_seconds_observations',
                    'time_per_output_token_seconds_p50', 'time_per_output_token_seconds_p95',
                    'time_per_output_token_seconds_p99',
-                   'time_per_output_token_seconds_observations',
-                   'request_seconds_p50', 'request_seconds_p95', 'request_seconds_p99',
+                   'time_per_output_token_seconds_observations')
+  UNION ALL
+  SELECT time, source, metric, value, cluster, node, namespace, workload, pod FROM metrics
+  WHERE metric IN ('request_seconds_p50', 'request_seconds_p95', 'request_seconds_p99',
                    'request_seconds_observations',
                    'requests_per_second', 'requests_succeeded_per_second',
                    'prompt_tokens_per_second', 'generation_tokens_per_second',
