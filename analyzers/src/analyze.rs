@@ -362,7 +362,7 @@ pub async fn analyze(
     causes::register(ctx, &rows, &scope).await?;
     clock.lap("cause views");
     // A lap per rule: where a rule's cost goes is what a slow report needs told.
-    let candidates = causes::run_rules(ctx, |rule| clock.lap(rule)).await?;
+    let candidates = causes::run_rules(ctx, &rows, |rule| clock.lap(rule)).await?;
     let cited: BTreeSet<&str> = candidates
         .iter()
         .flat_map(|c| c.evidence.iter().map(String::as_str))

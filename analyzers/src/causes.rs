@@ -10,6 +10,7 @@ use arrow::array::{
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
+use datafusion::scalar::ScalarValue;
 use whyslow_schemas::tables::{ns_to_stored, timestamp_builder, timestamp_type};
 use whyslow_schemas::{Cause, Layer};
 
@@ -232,15 +233,31 @@ pub(crate) fn replace_table(
     Ok(())
 }
 
-/// Runs every cause rule and returns their candidates, sorted by slowdown, time, cause;
-/// `done` is told each rule's file as it finishes.
+/// The parameters any cause rule may read: `$first_start` and `$last_end`, the earliest
+/// start and the latest end of the `symptoms` (both the epoch when there are none). A rule
+/// that joins `metrics` to the symptoms by time repeats its bounds with them as constants:
+/// DataFusion prunes segments and pages by constants, not by a join's condition.
+pub fn rule_params(symptoms: &[SymptomRow]) -> [(&'static str, ScalarValue); 2] {
+    let first = symptoms.iter().map(|s| s.start_ns).min().unwrap_or(0);
+    let last = symptoms.iter().map(|s| s.end_ns).max().unwrap_or(0);
+    [
+        ("first_start", sql::ts_param(first)),
+        ("last_end", sql::ts_param(last)),
+    ]
+}
+
+/// Runs every cause rule over `symptoms` (registered by [`register`]) and returns their
+/// candidates, sorted by slowdown, time, cause; `done` is told each rule's file as it
+/// finishes.
 pub async fn run_rules(
     ctx: &SessionContext,
+    symptoms: &[SymptomRow],
     mut done: impl FnMut(&'static str),
 ) -> Result<Vec<Candidate>> {
+    let params = rule_params(symptoms);
     let mut out = Vec::new();
     for &(layer, file) in CAUSE_RULES {
-        for batch in sql::collect(ctx, file, &[]).await? {
+        for batch in sql::collect(ctx, file, &params).await? {
             read_candidates(&batch, layer, file.path, &mut out)?;
         }
         done(file.path);

@@ -358,6 +358,11 @@ impl Db {
             self.rt
                 .block_on(causes::register(&ctx, symptoms, scope))
                 .map_err(external)?;
+            // The rules' own parameters, as the analysis binds them.
+            for (name, value) in causes::rule_params(symptoms) {
+                self.params.retain(|(n, _)| n != name);
+                self.params.push((name.to_string(), value));
+            }
         }
         self.ctx = ctx;
         Ok(())

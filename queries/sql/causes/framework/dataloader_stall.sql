@@ -42,7 +42,10 @@ activity AS (
     AND m.time >= s.start - INTERVAL '1 hour' AND m.time <= s."end"
   LEFT JOIN pod_workloads p
     ON m.pod = p.pod AND (m.namespace IS NOT DISTINCT FROM p.namespace)
-  WHERE coalesce(m.workload, p.workload) = s.workload
+  -- The same bounds as constants (`$first_start`, `$last_end`: the span of all the
+  -- symptoms), so that only the segments around the symptoms are read.
+  WHERE m.time >= $first_start - INTERVAL '1 hour' AND m.time <= $last_end
+    AND coalesce(m.workload, p.workload) = s.workload
     AND (coalesce(m.namespace, p.namespace) IS NOT DISTINCT FROM s.namespace)
   GROUP BY s.slowdown_id, m.metric, m.node, m.device
 ),
