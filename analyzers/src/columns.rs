@@ -1,29 +1,39 @@
 //! Reading query results by column name whatever the physical string, integer or time
 //! type DataFusion chose (Utf8 or Utf8View, Int32 or Int64, any timestamp unit).
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray};
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray, StringViewArray};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Float64Type, Int64Type, TimeUnit};
 
 use crate::{AnalyzeError, Result};
 
-/// A text column of a result batch (see [`Columns::texts`]).
-pub struct Texts(StringArray);
+/// A text column of a result batch (see [`Columns::texts`]): the batch's own array, in
+/// either of the string layouts DataFusion produces.
+pub enum Texts {
+    Utf8(StringArray),
+    View(StringViewArray),
+}
 
 impl Texts {
     /// The text of row `i`; `None` where it is NULL.
     pub fn get(&self, i: usize) -> Option<&str> {
-        self.0.is_valid(i).then(|| self.0.value(i))
+        match self {
+            Texts::Utf8(a) => a.is_valid(i).then(|| a.value(i)),
+            Texts::View(a) => a.is_valid(i).then(|| a.value(i)),
+        }
     }
 
     /// The number of rows.
     pub fn len(&self) -> usize {
-        self.0.len()
+        match self {
+            Texts::Utf8(a) => a.len(),
+            Texts::View(a) => a.len(),
+        }
     }
 
     /// Whether there are no rows.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.len() == 0
     }
 }
 
@@ -66,10 +76,18 @@ impl<'a> Columns<'a> {
         Ok((0..a.len()).map(|i| a.get(i).map(str::to_string)).collect())
     }
 
-    /// A text column read in place: rows borrow the batch's buffer, nothing is copied.
+    /// A text column read in place: rows borrow the batch's buffers, nothing is copied
+    /// (a column of another type is cast to text first).
     pub fn texts(&self, name: &str) -> Result<Texts> {
+        if let Some(col) = self.batch.column_by_name(name) {
+            match col.data_type() {
+                DataType::Utf8View => return Ok(Texts::View(col.as_string_view().clone())),
+                DataType::Utf8 => return Ok(Texts::Utf8(col.as_string::<i32>().clone())),
+                _ => {}
+            }
+        }
         let a = self.cast(name, &DataType::Utf8)?;
-        Ok(Texts(a.as_string::<i32>().clone()))
+        Ok(Texts::Utf8(a.as_string::<i32>().clone()))
     }
 
     /// A timestamp column as nanoseconds since the epoch.

@@ -142,7 +142,9 @@ fn revisions(store: &Path) -> Vec<(String, i64)> {
             .unwrap();
         let mut out = Vec::new();
         for b in &batches {
-            let id = b.column(0).as_string::<i32>();
+            // The store's strings come as views.
+            let id = arrow::compute::cast(b.column(0), &arrow::datatypes::DataType::Utf8).unwrap();
+            let id = id.as_string::<i32>();
             let rev = b.column(1).as_primitive::<Int64Type>();
             for i in 0..b.num_rows() {
                 out.push((id.value(i).to_string(), rev.value(i)));

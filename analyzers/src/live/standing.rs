@@ -4,12 +4,9 @@
 
 use std::path::Path;
 
-use arrow::array::AsArray;
-use arrow::datatypes::Int64Type;
-use whyslow_schemas::tables::{StoredTime, stored_to_ns};
-
 use super::tracker::{Published, Sighting};
 
+use crate::columns::Columns;
 use crate::report::Slowdown;
 use crate::{AnalyzeError, Result};
 
@@ -42,49 +39,39 @@ pub async fn published_incidents(root: &Path, from_ns: i64) -> Result<Vec<Publis
         .collect()
         .await
         .map_err(sql_err)?;
-    let shape = |column: &str| AnalyzeError::Shape {
-        file: "(published incidents)",
-        column: column.into(),
-        detail: "unexpected type".into(),
-    };
+    const FILE: &str = "(published incidents)";
     let mut out = Vec::new();
     for b in &batches {
-        let id = b
-            .column(0)
-            .as_string_opt::<i32>()
-            .ok_or_else(|| shape("incident_id"))?;
-        let revision = b
-            .column(1)
-            .as_primitive_opt::<Int64Type>()
-            .ok_or_else(|| shape("revision"))?;
-        let status = b
-            .column(2)
-            .as_string_opt::<i32>()
-            .ok_or_else(|| shape("status"))?;
-        let start = b
-            .column(3)
-            .as_primitive_opt::<StoredTime>()
-            .ok_or_else(|| shape("start"))?;
-        let end = b
-            .column(4)
-            .as_primitive_opt::<StoredTime>()
-            .ok_or_else(|| shape("end"))?;
-        let json = b
-            .column(5)
-            .as_string_opt::<i32>()
-            .ok_or_else(|| shape("json"))?;
+        // Read by name and cast as needed: the store's strings come as views.
+        let c = Columns::new(b, FILE);
+        let (id, status, json) = (
+            c.texts("incident_id")?,
+            c.texts("status")?,
+            c.texts("json")?,
+        );
+        let revision = c.ints("revision")?;
+        let (start, end) = (c.times("start")?, c.times("end")?);
         for i in 0..b.num_rows() {
-            if stored_to_ns(end.value(i)) < from_ns {
+            let (Some(incident_id), Some(revision), Some(start_ns), Some(end_ns), Some(json)) =
+                (id.get(i), revision[i], start[i], end[i], json.get(i))
+            else {
+                return Err(AnalyzeError::Shape {
+                    file: FILE,
+                    column: "incident_id, revision, start, end, json".into(),
+                    detail: "NULL in a column the live analyzer always writes".into(),
+                });
+            };
+            if end_ns < from_ns {
                 continue;
             }
             out.push(Published {
-                incident_id: id.value(i).to_string(),
-                revision: revision.value(i),
-                retracted: status.value(i) == "retracted",
+                incident_id: incident_id.to_string(),
+                revision,
+                retracted: status.get(i) == Some("retracted"),
                 sighting: Sighting {
-                    slowdown: serde_json::from_str::<Slowdown>(json.value(i))?,
-                    start_ns: stored_to_ns(start.value(i)),
-                    end_ns: stored_to_ns(end.value(i)),
+                    slowdown: serde_json::from_str::<Slowdown>(json)?,
+                    start_ns,
+                    end_ns,
                 },
             });
         }
