@@ -212,6 +212,24 @@ mod tests {
     }
 
     #[test]
+    fn strings_are_read_as_views_and_other_columns_as_stored() {
+        use arrow::datatypes::DataType;
+        for table in Table::ALL {
+            let stored = table.schema();
+            let read = SegmentTable::new(table, Vec::new()).schema();
+            assert_eq!(read.fields().len(), stored.fields().len());
+            for (r, s) in read.fields().iter().zip(stored.fields()) {
+                assert_eq!((r.name(), r.is_nullable()), (s.name(), s.is_nullable()));
+                let want = match s.data_type() {
+                    DataType::Utf8 => &DataType::Utf8View,
+                    other => other,
+                };
+                assert_eq!(r.data_type(), want, "{}.{}", table.name(), s.name());
+            }
+        }
+    }
+
+    #[test]
     fn time_filters_skip_segments_outside_the_range() {
         let t = SegmentTable::new(
             Table::Events,
