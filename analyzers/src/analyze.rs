@@ -5,6 +5,7 @@
 //! The window is explicit (`from`, `to`), so a streaming worker can run the same analysis
 //! incrementally over a recent window after each committed batch.
 
+mod bucket_means;
 pub mod profiles;
 mod read;
 mod serving;
@@ -34,7 +35,7 @@ pub use crate::symptoms::run::{Marks, RunSeries};
 
 /// How far before a symptom's onset the rules look for its cause.
 pub const LOOKBACK_NS: i64 = 15 * 60 * 1_000_000_000;
-/// The buckets of `symptoms/gpu_activity.sql`.
+/// The buckets of the GPU activity series (`symptoms/gpu_activity.sql`, folded by the reader).
 const ACTIVITY_BUCKET_NS: i64 = 60 * 1_000_000_000;
 
 /// State views that several symptom queries and cause rules read (some more than once
@@ -48,11 +49,7 @@ async fn materialize(ctx: &SessionContext, name: &'static str) -> Result<()> {
     let df = ctx.table(name).await.map_err(err)?;
     let schema = std::sync::Arc::new(df.schema().as_arrow().clone());
     let batches = df.collect().await.map_err(err)?;
-    let table = datafusion::datasource::MemTable::try_new(schema, vec![batches]).map_err(err)?;
-    ctx.deregister_table(name).map_err(err)?;
-    ctx.register_table(name, std::sync::Arc::new(table))
-        .map_err(err)?;
-    Ok(())
+    sql::replace_table(ctx, name, schema, batches)
 }
 
 /// What to analyze: workloads and a time window (all optional).
@@ -127,6 +124,16 @@ pub async fn analyze(
     let to = sel.to_ns.unwrap_or(i64::MAX / 2);
     let params = [("from", ts_param(from)), ("to", ts_param(to))];
 
+    // Every series' first and last sample, for the extents and the placements: the same
+    // rows as the window's below (the window is the data inside these bounds).
+    sql::register(
+        ctx,
+        "series_extents",
+        sql::symptoms::SERIES_EXTENTS,
+        &params,
+    )
+    .await?;
+    clock.lap("series extents");
     let extents = read_extents(ctx, &params).await?;
     clock.lap("extent");
     let (Some(data_from), Some(data_to)) = (

@@ -8,7 +8,6 @@ use arrow::array::{
     ArrayRef, Float64Builder, Int32Builder, RecordBatch, StringBuilder, TimestampMicrosecondBuilder,
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 use datafusion::scalar::ScalarValue;
 use whyslow_schemas::tables::{ns_to_stored, timestamp_builder, timestamp_type};
@@ -173,7 +172,7 @@ pub async fn register(
     cols.extend(times.iter_mut().map(|b| Arc::new(b.finish()) as ArrayRef));
     cols.extend(floats.iter_mut().map(|b| Arc::new(b.finish()) as ArrayRef));
     let batch = RecordBatch::try_new(schema.clone(), cols).map_err(arrow_err("symptoms"))?;
-    replace_table(ctx, "symptoms", schema, batch)?;
+    sql::replace_table(ctx, "symptoms", schema, vec![batch])?;
 
     let s = |n: &str| Field::new(n, DataType::Utf8, true);
     let schema = Arc::new(Schema::new(vec![
@@ -201,35 +200,10 @@ pub async fn register(
         .map(|b| Arc::new(b.finish()) as ArrayRef)
         .collect();
     let batch = RecordBatch::try_new(schema.clone(), cols).map_err(arrow_err("symptom_scope"))?;
-    replace_table(ctx, "symptom_scope", schema, batch)?;
+    sql::replace_table(ctx, "symptom_scope", schema, vec![batch])?;
     for &view in SYMPTOM_VIEWS {
         sql::execute(ctx, view).await?;
     }
-    Ok(())
-}
-
-/// Registers `batch` as the in-memory table `name`, replacing any table of that name.
-pub(crate) fn replace_table(
-    ctx: &SessionContext,
-    name: &str,
-    schema: Arc<Schema>,
-    batch: RecordBatch,
-) -> Result<()> {
-    let table =
-        MemTable::try_new(schema, vec![vec![batch]]).map_err(|source| AnalyzeError::Sql {
-            file: "(in-memory table)",
-            source,
-        })?;
-    ctx.deregister_table(name)
-        .map_err(|source| AnalyzeError::Sql {
-            file: "(in-memory table)",
-            source,
-        })?;
-    ctx.register_table(name, Arc::new(table))
-        .map_err(|source| AnalyzeError::Sql {
-            file: "(in-memory table)",
-            source,
-        })?;
     Ok(())
 }
 

@@ -53,6 +53,8 @@ pub mod symptoms {
     pub const UTILIZATION: SqlFile = sql!("symptoms/utilization.sql");
     pub const PAUSES: SqlFile = sql!("symptoms/pauses.sql");
     pub const LIFECYCLE: SqlFile = sql!("symptoms/lifecycle.sql");
+    /// Read by `EXTENT` and `PLACEMENTS`: the analysis registers it first.
+    pub const SERIES_EXTENTS: SqlFile = sql!("symptoms/series_extents.sql");
     pub const EXTENT: SqlFile = sql!("symptoms/extent.sql");
     pub const PLACEMENTS: SqlFile = sql!("symptoms/placements.sql");
     pub const GPU_ACTIVITY: SqlFile = sql!("symptoms/gpu_activity.sql");
@@ -224,6 +226,44 @@ pub async fn for_each_batch(
     while let Some(batch) = stream.try_next().await.map_err(err)? {
         each(&batch)?;
     }
+    Ok(())
+}
+
+/// Runs one SQL file with its parameters and registers its rows as the in-memory table
+/// `name` (replacing any table of that name), for the queries after it to read.
+pub async fn register(
+    ctx: &datafusion::prelude::SessionContext,
+    name: &str,
+    file: SqlFile,
+    params: &[(&str, datafusion::scalar::ScalarValue)],
+) -> crate::Result<()> {
+    let df = frame(ctx, file, params).await?;
+    let schema = std::sync::Arc::new(df.schema().as_arrow().clone());
+    let batches = df
+        .collect()
+        .await
+        .map_err(|source| crate::AnalyzeError::Sql {
+            file: file.path,
+            source,
+        })?;
+    replace_table(ctx, name, schema, batches)
+}
+
+/// Registers `batches` as the in-memory table `name`, replacing any table of that name.
+pub(crate) fn replace_table(
+    ctx: &datafusion::prelude::SessionContext,
+    name: &str,
+    schema: arrow::datatypes::SchemaRef,
+    batches: Vec<arrow::array::RecordBatch>,
+) -> crate::Result<()> {
+    let err = |source| crate::AnalyzeError::Sql {
+        file: "(in-memory table)",
+        source,
+    };
+    let table = datafusion::datasource::MemTable::try_new(schema, vec![batches]).map_err(err)?;
+    ctx.deregister_table(name).map_err(err)?;
+    ctx.register_table(name, std::sync::Arc::new(table))
+        .map_err(err)?;
     Ok(())
 }
 

@@ -10,7 +10,8 @@ use arrow::datatypes::{DataType, Field, Schema};
 
 use datafusion::prelude::SessionContext;
 
-use super::{Placement, WorkloadExtent};
+use super::bucket_means::BucketMeans;
+use super::{ACTIVITY_BUCKET_NS, Placement, WorkloadExtent};
 use crate::Result;
 use crate::attribution::EventInfo;
 use crate::columns::Columns;
@@ -246,15 +247,15 @@ pub async fn read_utilization(ctx: &SessionContext, params: &Params) -> Result<U
     Ok(out)
 }
 
-/// Per workload and metric (`sm_active`, `tensor_active`): each GPU's activity per minute.
-/// The GPU activity of the `candidates` (registered as the table `straggler_candidates`
-/// the query reads, so that DataFusion aggregates their samples only).
+/// Per workload and metric (`sm_active`, `tensor_active`, `power_watts`): each GPU's mean
+/// per minute, of the `candidates` only (registered as the table `straggler_candidates`
+/// the query reads, so that DataFusion passes their samples only).
 pub async fn read_gpu_activity(
     ctx: &SessionContext,
     params: &Params,
     candidates: &BTreeSet<WorkloadName>,
 ) -> Result<BTreeMap<WorkloadName, BTreeMap<String, Vec<GpuSeries>>>> {
-    type PerGpu = BTreeMap<(String, Option<String>), Vec<(i64, f64)>>;
+    type PerGpu = BTreeMap<(String, Option<String>), BucketMeans>;
     let mut raw: BTreeMap<WorkloadName, BTreeMap<String, PerGpu>> = BTreeMap::new();
     if candidates.is_empty() {
         return Ok(BTreeMap::new());
@@ -273,8 +274,8 @@ pub async fn read_gpu_activity(
         what: "straggler_candidates",
         source,
     })?;
-    crate::causes::replace_table(ctx, "straggler_candidates", schema, batch)?;
-    // One GPU-minute a row: folded batch by batch, never held whole.
+    sql::replace_table(ctx, "straggler_candidates", schema, vec![batch])?;
+    // One sample a row: folded batch by batch into each GPU's minute means, never held.
     sql::for_each_batch(ctx, q::GPU_ACTIVITY, params, |b| {
         let c = Columns::new(b, q::GPU_ACTIVITY.path);
         let (ns, w, metric, node, device) = (
@@ -284,10 +285,10 @@ pub async fn read_gpu_activity(
             c.texts("node")?,
             c.texts("device")?,
         );
-        let (bucket, value) = (c.times("bucket")?, c.floats("value")?);
-        // Rows come in no set order, but in runs of one GPU (the aggregation emits its
-        // groups about in the order the scan met them, and a segment stores its rows GPU
-        // by GPU): each run is looked up once, and each GPU's minutes are sorted below.
+        let (time, value) = (c.times("time")?, c.floats("value")?);
+        // Rows come in no set order, but in runs of one GPU (the joins keep the order of
+        // the scan, and a segment stores its rows GPU by GPU, in time order): each run is
+        // looked up once, and each GPU's minutes are put in order below.
         let same_gpu = |i: usize, j: usize| {
             device.get(i) == device.get(j)
                 && node.get(i) == node.get(j)
@@ -303,13 +304,19 @@ pub async fn read_gpu_activity(
                 ns.get(rows.start).map(str::to_string),
                 w.get(rows.start).map(str::to_string),
             );
-            raw.entry(wk)
+            let means = raw
+                .entry(wk)
                 .or_default()
                 .entry(m.to_string())
                 .or_default()
                 .entry((n.to_string(), device.get(rows.start).map(str::to_string)))
-                .or_default()
-                .extend(rows.filter_map(|i| Some((bucket[i]?, value[i]?))));
+                .or_default();
+            for i in rows {
+                // `avg` of SQL: samples without a value do not count.
+                if let (Some(t), Some(v)) = (time[i], value[i]) {
+                    means.push(t, ACTIVITY_BUCKET_NS, v);
+                }
+            }
         }
         Ok(())
     })
@@ -322,13 +329,10 @@ pub async fn read_gpu_activity(
                 .map(|(m, gpus)| {
                     let series = gpus
                         .into_iter()
-                        .map(|((node, device), mut points)| {
-                            points.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
-                            GpuSeries {
-                                node,
-                                device,
-                                points,
-                            }
+                        .map(|((node, device), means)| GpuSeries {
+                            node,
+                            device,
+                            points: means.into_points(),
                         })
                         .collect();
                     (m, series)
@@ -460,7 +464,7 @@ pub async fn read_evidence(
             source,
         }
     })?;
-    crate::causes::replace_table(ctx, "cited", schema, batch)?;
+    sql::replace_table(ctx, "cited", schema, vec![batch])?;
     let mut out = HashMap::new();
     for b in sql::collect(ctx, EVIDENCE, &[]).await? {
         let c = Columns::new(&b, EVIDENCE.path);

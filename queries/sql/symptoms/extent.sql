@@ -3,7 +3,8 @@
 -- the last time of data that says the workload is still there (anything but the
 -- announcements of its end: run_finished, Kueue Finished, Job Completed, deletions),
 -- and the last warning or error about it: a run whose progress stops with neither after
--- it has finished, not stalled.
+-- it has finished, not stalled. The metrics' part reads `series_extents`, which the
+-- analysis registers (`symptoms/series_extents.sql` over the same window).
 SELECT namespace, workload, min(t0) AS first_time, max(t1) AS last_time,
   max(alive) AS last_alive_time, max(warned) AS last_warning_time
 FROM (
@@ -14,10 +15,10 @@ FROM (
   FROM events
   WHERE time >= $from AND time <= $to GROUP BY namespace, workload
   UNION ALL
-  SELECT namespace, workload, min(time) AS t0, max(time) AS t1, max(time) AS alive,
-    max(CASE WHEN false THEN time END) AS warned
-  FROM metrics
-  WHERE time >= $from AND time <= $to GROUP BY namespace, workload
+  SELECT namespace, workload, min(since) AS t0, max(until) AS t1, max(until) AS alive,
+    max(CASE WHEN false THEN until END) AS warned
+  FROM series_extents
+  GROUP BY namespace, workload
   UNION ALL
   SELECT namespace, workload, min(time) AS t0, max(time) AS t1, max(time) AS alive,
     max(CASE WHEN false THEN time END) AS warned

@@ -4,15 +4,17 @@
 -- whose scheduling is not in the data (it started before the window, or the scheduler's
 -- events were not shipped) is placed by the other records that name its node: the
 -- inventory's Pod (`pod_placed`) and the kubelet's events for it, from the first of them,
--- or the GPU samples that name it.
+-- or the GPU samples that name it. The metrics' parts read `series_extents`, which the
+-- analysis registers (`symptoms/series_extents.sql` over the same window): a series'
+-- since and until are its first and last sample inside the window.
 SELECT namespace, workload, pod, node, CAST(NULL AS VARCHAR) AS device, since,
   coalesce(until, $to) AS until
 FROM pod_placements
 WHERE workload IS NOT NULL AND since <= $to AND (until IS NULL OR until >= $from)
 UNION ALL
 SELECT namespace, workload, pod, node, device, since, until
-FROM workload_devices
-WHERE since <= $to AND until >= $from
+FROM series_extents
+WHERE workload IS NOT NULL AND node IS NOT NULL
 UNION ALL
 SELECT e.namespace, e.workload, e.pod, e.node, CAST(NULL AS VARCHAR) AS device,
   min(e.time) AS since, max($to) AS until
@@ -34,10 +36,9 @@ FROM (
     row_number() OVER (PARTITION BY g.namespace, g.pod, g.node, g.device
                        ORDER BY length(w.workload) DESC, w.workload) AS rn
   FROM (
-    SELECT namespace, pod, node, device, min(time) AS since, max(time) AS until
-    FROM metrics
+    SELECT namespace, pod, node, device, min(since) AS since, max(until) AS until
+    FROM series_extents
     WHERE pod IS NOT NULL AND workload IS NULL AND node IS NOT NULL
-      AND time >= $from AND time <= $to
     GROUP BY namespace, pod, node, device
   ) g
   JOIN (SELECT DISTINCT namespace, workload FROM events WHERE workload IS NOT NULL) w
