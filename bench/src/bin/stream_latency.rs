@@ -9,10 +9,22 @@
 //! committed since the analysis before, so each figure is an upper bound on the time from
 //! the arrival of the deciding evidence to the publication.
 //!
+//! Besides latency, each run reports what it cost: records (samples, log lines, events)
+//! per second produced and stored, the backlog (messages produced but not yet stored,
+//! sampled every 500 ms), the live analyzer's analyses (count, wall time, from its own
+//! `whyslow_live_analysis_seconds`) and its thread's CPU time against the process's, and
+//! whether the final verdicts are the scenario's `truth.json`. For a fleet, pass a
+//! generated large scenario (`whyslow-fixtures generate --size large --nodes 1000 --hours 2
+//! --scenario S`): its incidents are injected into the fleet's background by the generator,
+//! and `--record-rate` paces it in records per second (a scrape message carries a node's
+//! whole scrape).
+//!
 //! `cargo run --release -p whyslow-bench --bin stream_latency -- --brokers 127.0.0.1:9092`
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -25,6 +37,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use serde_json::Value;
+use whyslow_analyzers::live::metrics::LiveMetrics;
 use whyslow_analyzers::live::publisher::IncidentPublisher;
 use whyslow_analyzers::live::{LiveAnalyzer, LiveOptions};
 use whyslow_fixtures::messages::{FORMATS, ScenarioMessage, scenario_messages};
@@ -47,8 +60,12 @@ struct Args {
     work: Option<PathBuf>,
     /// Produce at most this many messages per second (default: as fast as the broker
     /// takes them; faster than the worker consumes, the backlog's wait counts as latency).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "record_rate")]
     rate: Option<f64>,
+    /// Produce at most this many records per second (a record: a sample of a scrape, a
+    /// log line, an event), for fleets whose scrape messages carry many samples each.
+    #[arg(long)]
+    record_rate: Option<f64>,
     /// Print every incident's latencies.
     #[arg(long)]
     verbose: bool,
@@ -58,10 +75,34 @@ struct Args {
 struct Run {
     name: String,
     messages: usize,
+    records: usize,
     produce_secs: f64,
     stored_secs: f64,
-    /// (incident, latency of its opening, latency of its final verdict), ms.
-    incidents: Vec<(String, f64, f64)>,
+    /// Until the worker and its analyzer stopped (after the last analysis).
+    finished_secs: f64,
+    /// Incidents published and standing at the end.
+    incidents: Vec<Published>,
+    /// The most messages produced and not yet stored at one sample.
+    max_backlog: usize,
+    /// Analyses run and the wall time they took, s.
+    analyses: u64,
+    analysis_secs: f64,
+    /// CPU time of the live analyzer's thread and of the whole process, s.
+    analyzer_cpu: f64,
+    process_cpu: f64,
+    /// Truth's incidents (cause, workload) and those a standing incident gave as verdict.
+    truth: Vec<(String, String)>,
+    found: usize,
+}
+
+/// One standing incident as read back from the incidents topic.
+struct Published {
+    id: String,
+    workload: String,
+    verdict: String,
+    /// Latency of its opening and of its final verdict, ms.
+    opened_ms: f64,
+    decided_ms: f64,
 }
 
 fn main() -> Result<()> {
@@ -91,27 +132,75 @@ fn main() -> Result<()> {
             &work.join(format!("{i}")),
             &format!("{tag}-{i}"),
             flush,
-            args.rate,
+            Pace::of(&args),
         )?;
         if args.verbose {
-            for (id, opened, decided) in &run.incidents {
+            for i in &run.incidents {
                 eprintln!(
-                    "    incident {id}: opened after {opened:.0} ms, final verdict after {decided:.0} ms"
+                    "    incident {} ({} {}): opened after {:.0} ms, final verdict after {:.0} ms",
+                    i.id, i.workload, i.verdict, i.opened_ms, i.decided_ms
                 );
             }
         }
         eprintln!(
-            "{:<28} {:>6} msgs  produced {:>7.0} msg/s  all stored after {:>5.2} s  incidents {}",
+            "{:<28} {:>7} msgs {:>9} records  produced {:>7.0} rec/s  all stored after {:>6.2} s  \
+             max backlog {} msgs  analyses {} ({:.1} s)  CPU analyzer {:.1} s of {:.1} s  \
+             incidents {}  truth found {}/{}",
             run.name,
             run.messages,
-            run.messages as f64 / run.produce_secs,
+            run.records,
+            run.records as f64 / run.produce_secs,
             run.stored_secs,
-            run.incidents.len()
+            run.max_backlog,
+            run.analyses,
+            run.analysis_secs,
+            run.analyzer_cpu,
+            run.process_cpu,
+            run.incidents.len(),
+            run.found,
+            run.truth.len()
         );
         runs.push(run);
     }
     print_summary(&runs);
     Ok(())
+}
+
+/// How fast messages are produced.
+#[derive(Clone, Copy)]
+enum Pace {
+    Unpaced,
+    Messages(f64),
+    Records(f64),
+}
+
+impl Pace {
+    fn of(args: &Args) -> Pace {
+        match (args.rate, args.record_rate) {
+            (Some(r), _) => Pace::Messages(r),
+            (None, Some(r)) => Pace::Records(r),
+            (None, None) => Pace::Unpaced,
+        }
+    }
+
+    /// When the message at `index`, after `records_before` records, is due.
+    fn due(self, started: Instant, index: usize, records_before: usize) -> Option<Instant> {
+        let secs = match self {
+            Pace::Unpaced => return None,
+            Pace::Messages(r) => index as f64 / r,
+            Pace::Records(r) => records_before as f64 / r,
+        };
+        Some(started + Duration::from_secs_f64(secs))
+    }
+}
+
+/// The records a message carries: its lines that are neither empty nor a `#` comment
+/// (a scrape's samples, a log line, an envelope record, a watch event).
+fn records_in(payload: &[u8]) -> usize {
+    payload
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty() && l[0] != b'#')
+        .count()
 }
 
 fn run_scenario(
@@ -120,7 +209,7 @@ fn run_scenario(
     store: &Path,
     prefix: &str,
     flush: Duration,
-    rate: Option<f64>,
+    pace: Pace,
 ) -> Result<Run> {
     let name = dir
         .file_name()
@@ -145,7 +234,9 @@ fn run_scenario(
     );
     opts.flush_interval = flush;
     opts.metrics_addr = None;
+    let metrics = LiveMetrics::default();
     let mut live = LiveOptions::new(store.to_path_buf());
+    live.metrics = metrics.clone();
     live.publisher = Some(IncidentPublisher::new(brokers, &incidents_topic, &[])?);
     let analyzer = LiveAnalyzer::start(live)?;
 
@@ -162,10 +253,13 @@ fn run_scenario(
         },
     ));
 
+    // No delivery timeout: where the broker takes messages slower than they are sent, the
+    // producer's queue fills and `send` waits, instead of dropping what timed out.
     let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("linger.ms", "2")
         .set("enable.idempotence", "false")
+        .set("message.timeout.ms", "0")
         .create()?;
     // Warm up: the worker has joined its group once a first message is stored.
     let warm = br#"{"time":"2026-11-29T00:00:00Z","layer":"infrastructure","source":"bench","kind":"bench_warmup"}"#;
@@ -175,31 +269,166 @@ fn run_scenario(
     producer.flush(Duration::from_secs(30))?;
     wait_stored(store, 1, Duration::from_secs(120))?;
 
+    let cpu_before = thread_cpu();
+    let sent = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let monitor = std::thread::spawn({
+        let (sent, done, store) = (sent.clone(), done.clone(), store.to_path_buf());
+        move || monitor(&store, &sent, &done)
+    });
     let started = Instant::now();
+    let mut records = 0usize;
     for (i, m) in messages.iter().enumerate() {
-        if let Some(rate) = rate {
-            let due = started + Duration::from_secs_f64(i as f64 / rate);
-            if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                std::thread::sleep(wait);
-            }
+        if let Some(due) = pace.due(started, i, records)
+            && let Some(wait) = due.checked_duration_since(Instant::now())
+        {
+            std::thread::sleep(wait);
         }
+        records += records_in(&m.payload);
         send(&producer, &topic(m.format), m);
+        sent.fetch_add(1, Ordering::Relaxed);
     }
     producer.flush(Duration::from_secs(120))?;
     let produce_secs = started.elapsed().as_secs_f64();
-    wait_stored(store, messages.len() as i64 + 1, Duration::from_secs(600))?;
+    wait_stored(store, messages.len() as i64 + 1, Duration::from_secs(1800))?;
     let stored_secs = started.elapsed().as_secs_f64();
     let _ = stop_tx.send(());
     runtime.block_on(worker)??;
+    // The worker stops after its analyzer's last analysis.
+    let finished_secs = started.elapsed().as_secs_f64();
+    done.store(true, Ordering::Relaxed);
+    let (max_backlog, analyzer_cpu) = monitor
+        .join()
+        .map_err(|_| anyhow::anyhow!("the monitor thread panicked"))?;
+    let process_cpu = thread_cpu().total - cpu_before.total;
+    let (analyses, analysis_secs) = analyses_of(&metrics);
 
     let incidents = read_incidents(brokers, &incidents_topic)?;
+    let truth = truth_of(dir)?;
+    let found = truth
+        .iter()
+        .filter(|(cause, workload)| {
+            incidents
+                .iter()
+                .any(|i| &i.verdict == cause && &i.workload == workload)
+        })
+        .count();
     Ok(Run {
         name,
         messages: messages.len(),
+        records,
         produce_secs,
         stored_secs,
+        finished_secs,
         incidents,
+        max_backlog,
+        analyses,
+        analysis_secs,
+        analyzer_cpu,
+        process_cpu,
+        truth,
+        found,
     })
+}
+
+/// CPU seconds of the process's threads: the live analyzer's and all together (threads
+/// that ended count in the total, from `/proc/self/stat`).
+struct Cpu {
+    analyzer: f64,
+    total: f64,
+}
+
+/// Clock ticks per second of `/proc`'s CPU times.
+fn ticks_per_second() -> f64 {
+    // SAFETY: sysconf only reads a configuration value.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 { t as f64 } else { 100.0 }
+}
+
+/// utime + stime of a `/proc/.../stat` line, and its command name.
+fn stat_cpu(line: &str) -> Option<(&str, f64)> {
+    let open = line.find('(')?;
+    let close = line.rfind(')')?;
+    let comm = &line[open + 1..close];
+    // Fields after the name: state is field 3, utime 14 and stime 15 (1-based).
+    let rest: Vec<&str> = line[close + 1..].split_whitespace().collect();
+    let utime: f64 = rest.get(11)?.parse().ok()?;
+    let stime: f64 = rest.get(12)?.parse().ok()?;
+    Some((comm, (utime + stime) / ticks_per_second()))
+}
+
+fn thread_cpu() -> Cpu {
+    let total = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|l| stat_cpu(&l).map(|c| c.1))
+        .unwrap_or(0.0);
+    let mut analyzer = 0.0;
+    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+        for task in tasks.flatten() {
+            if let Ok(line) = std::fs::read_to_string(task.path().join("stat"))
+                && let Some(("live-analyzer", cpu)) = stat_cpu(&line)
+            {
+                analyzer += cpu;
+            }
+        }
+    }
+    Cpu { analyzer, total }
+}
+
+/// Samples every 500 ms, until `done`: the backlog (messages sent and not yet stored)
+/// and the analyzer thread's CPU time (its last sample before the thread ended). Returns
+/// the largest backlog seen and that CPU time.
+fn monitor(store: &Path, sent: &AtomicUsize, done: &AtomicBool) -> (usize, f64) {
+    let (mut max_backlog, mut analyzer) = (0usize, 0.0f64);
+    while !done.load(Ordering::Relaxed) {
+        let produced = sent.load(Ordering::Relaxed);
+        // The warm-up message is stored before the first message is sent.
+        let stored: i64 = Store::open(store)
+            .map(|s| s.kafka_offsets().values().sum::<i64>() - 1)
+            .unwrap_or(0);
+        max_backlog = max_backlog.max(produced.saturating_sub(stored.max(0) as usize));
+        analyzer = analyzer.max(thread_cpu().analyzer);
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    (max_backlog, analyzer)
+}
+
+/// The analyses the live analyzer ran and their total wall time, from its histogram.
+fn analyses_of(metrics: &LiveMetrics) -> (u64, f64) {
+    let mut registry = prometheus_client::registry::Registry::default();
+    metrics.register(&mut registry);
+    let mut text = String::new();
+    if prometheus_client::encoding::text::encode(&mut text, &registry).is_err() {
+        return (0, 0.0);
+    }
+    let value = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (
+        value("whyslow_live_analysis_seconds_count ") as u64,
+        value("whyslow_live_analysis_seconds_sum "),
+    )
+}
+
+/// The incidents of a scenario's `truth.json`: (cause, workload).
+fn truth_of(dir: &Path) -> Result<Vec<(String, String)>> {
+    let path = dir.join("truth.json");
+    let truth: Value = serde_json::from_slice(
+        &std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
+    )?;
+    Ok(truth["incidents"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|i| {
+                    let s = |k: &str| i[k].as_str().unwrap_or_default().to_string();
+                    (s("cause"), s("workload"))
+                })
+                .collect()
+        })
+        .unwrap_or_default())
 }
 
 fn create_topics(brokers: &str, names: &[String]) -> Result<()> {
@@ -260,7 +489,7 @@ fn wait_stored(store: &Path, n: i64, within: Duration) -> Result<()> {
         if Instant::now() > deadline {
             bail!("only {stored} of {n} messages stored after {within:?}");
         }
-        std::thread::sleep(Duration::from_millis(5));
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -269,8 +498,8 @@ fn millis(v: &Value) -> Option<f64> {
     Some(t.timestamp_millis() as f64)
 }
 
-/// Per standing incident: the latency of its opening and of its final verdict, in ms.
-fn read_incidents(brokers: &str, topic: &str) -> Result<Vec<(String, f64, f64)>> {
+/// The standing incidents, each with the latency of its opening and of its final verdict.
+fn read_incidents(brokers: &str, topic: &str) -> Result<Vec<Published>> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("group.id", format!("{topic}.reader"))
@@ -305,7 +534,13 @@ fn read_incidents(brokers: &str, topic: &str) -> Result<Vec<(String, f64, f64)>>
             .find(|v| &v["causes"][0]["cause"] == verdict)
             .and_then(latency);
         if let (Some(o), Some(d)) = (opened, decided) {
-            out.push((id, o, d));
+            out.push(Published {
+                id,
+                workload: last["workload"].as_str().unwrap_or_default().to_string(),
+                verdict: verdict.as_str().unwrap_or_default().to_string(),
+                opened_ms: o,
+                decided_ms: d,
+            });
         }
     }
     Ok(out)
@@ -322,24 +557,46 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 fn print_summary(runs: &[Run]) {
     let mut opened: Vec<f64> = runs
         .iter()
-        .flat_map(|r| r.incidents.iter().map(|i| i.1))
+        .flat_map(|r| r.incidents.iter().map(|i| i.opened_ms))
         .collect();
     let mut decided: Vec<f64> = runs
         .iter()
-        .flat_map(|r| r.incidents.iter().map(|i| i.2))
+        .flat_map(|r| r.incidents.iter().map(|i| i.decided_ms))
         .collect();
     opened.sort_by(f64::total_cmp);
     decided.sort_by(f64::total_cmp);
     let messages: usize = runs.iter().map(|r| r.messages).sum();
     let produce: f64 = runs.iter().map(|r| r.produce_secs).sum();
     let stored: f64 = runs.iter().map(|r| r.stored_secs).sum();
+    let records: usize = runs.iter().map(|r| r.records).sum();
     println!(
-        "scenarios {}  messages {}  produced at {:.0} msg/s  stored at {:.0} msg/s",
+        "scenarios {}  messages {}  records {}  produced at {:.0} msg/s ({:.0} rec/s)  \
+         stored at {:.0} msg/s ({:.0} rec/s)",
         runs.len(),
         messages,
+        records,
         messages as f64 / produce,
-        messages as f64 / stored
+        records as f64 / produce,
+        messages as f64 / stored,
+        records as f64 / stored
     );
+    let finished: f64 = runs.iter().map(|r| r.finished_secs).sum();
+    let analyses: u64 = runs.iter().map(|r| r.analyses).sum();
+    let analysis: f64 = runs.iter().map(|r| r.analysis_secs).sum();
+    let analyzer_cpu: f64 = runs.iter().map(|r| r.analyzer_cpu).sum();
+    let process_cpu: f64 = runs.iter().map(|r| r.process_cpu).sum();
+    println!(
+        "analyses {analyses} ({:.2} s each on average, busy {:.0}% of the wall time)  \
+         CPU: analyzer thread {analyzer_cpu:.1} s = {:.0}% of the process's {process_cpu:.1} s  \
+         max backlog {} msgs",
+        analysis / analyses.max(1) as f64,
+        100.0 * analysis / finished,
+        100.0 * analyzer_cpu / process_cpu.max(1e-9),
+        runs.iter().map(|r| r.max_backlog).max().unwrap_or(0)
+    );
+    let truth: usize = runs.iter().map(|r| r.truth.len()).sum();
+    let found: usize = runs.iter().map(|r| r.found).sum();
+    println!("truth incidents found as a standing verdict: {found}/{truth}");
     for (what, v) in [("opened", &opened), ("final verdict", &decided)] {
         println!(
             "{what:<14} incidents {:>4}  p50 {:>7.0} ms  p99 {:>7.0} ms  max {:>7.0} ms",
