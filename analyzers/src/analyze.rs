@@ -42,16 +42,6 @@ const ACTIVITY_BUCKET_NS: i64 = 60 * 1_000_000_000;
 /// each): the analysis computes each once, as a table of its rows in its session.
 const MATERIALIZED_VIEWS: &[&str] = &["checkpoint_ops"];
 
-/// Replaces the view `name` in the session with a table of its rows, computed now. The
-/// analysis' session is its own (`whyslow sql` keeps the views).
-async fn materialize(ctx: &SessionContext, name: &'static str) -> Result<()> {
-    let err = |source| crate::AnalyzeError::Sql { file: name, source };
-    let df = ctx.table(name).await.map_err(err)?;
-    let schema = std::sync::Arc::new(df.schema().as_arrow().clone());
-    let batches = df.collect().await.map_err(err)?;
-    sql::replace_table(ctx, name, schema, batches)
-}
-
 /// What to analyze: workloads and a time window (all optional).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Selection {
@@ -158,7 +148,7 @@ pub async fn analyze(
     let series = read_framework_series(ctx, &params).await?;
     clock.lap("framework series");
     for view in MATERIALIZED_VIEWS {
-        materialize(ctx, view).await?;
+        sql::materialize(ctx, view).await?;
     }
     clock.lap("checkpoint operations");
     let pauses = read_pauses(ctx, &params).await?;

@@ -204,8 +204,21 @@ pub async fn register(
     for &view in SYMPTOM_VIEWS {
         sql::execute(ctx, view).await?;
     }
+    // Computed once for the rules that read them (most read `symptom_events`), instead of
+    // once by each rule.
+    for view in MATERIALIZED_SYMPTOM_VIEWS {
+        sql::materialize(ctx, view).await?;
+    }
     Ok(())
 }
+
+/// The views of `SYMPTOM_VIEWS` that more than one rule reads, in dependency order.
+const MATERIALIZED_SYMPTOM_VIEWS: [&str; 4] = [
+    "symptom_events",
+    "symptom_throttle_shares",
+    "symptom_level_rates",
+    "symptom_serving_samples",
+];
 
 /// The parameters any cause rule may read: `$first_start` and `$last_end`, the earliest
 /// start and the latest end of the `symptoms` (both the epoch when there are none). A rule

@@ -249,6 +249,20 @@ pub async fn register(
     replace_table(ctx, name, schema, batches)
 }
 
+/// Replaces the view `name` in the session with a table of its rows, computed now: for a
+/// view that several queries read, so that it is computed once. The analysis' session is
+/// its own (`whyslow sql` keeps the views).
+pub async fn materialize(
+    ctx: &datafusion::prelude::SessionContext,
+    name: &'static str,
+) -> crate::Result<()> {
+    let err = |source| crate::AnalyzeError::Sql { file: name, source };
+    let df = ctx.table(name).await.map_err(err)?;
+    let schema = std::sync::Arc::new(df.schema().as_arrow().clone());
+    let batches = df.collect().await.map_err(err)?;
+    replace_table(ctx, name, schema, batches)
+}
+
 /// Registers `batches` as the in-memory table `name`, replacing any table of that name.
 pub(crate) fn replace_table(
     ctx: &datafusion::prelude::SessionContext,
