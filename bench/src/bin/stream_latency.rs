@@ -34,6 +34,7 @@ use rdkafka::Message as _;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use serde_json::Value;
@@ -254,12 +255,14 @@ fn run_scenario(
     ));
 
     // No delivery timeout: where the broker takes messages slower than they are sent, the
-    // producer's queue fills and `send` waits, instead of dropping what timed out.
+    // producer's queue fills and `send` waits, instead of dropping what timed out. A
+    // fleet's inventory (the API server's node and pod list) is one message of megabytes.
     let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("linger.ms", "2")
         .set("enable.idempotence", "false")
         .set("message.timeout.ms", "0")
+        .set("message.max.bytes", "67108864")
         .create()?;
     // Warm up: the worker has joined its group once a first message is stored.
     let warm = br#"{"time":"2026-11-29T00:00:00Z","layer":"infrastructure","source":"bench","kind":"bench_warmup"}"#;
@@ -285,7 +288,7 @@ fn run_scenario(
             std::thread::sleep(wait);
         }
         records += records_in(&m.payload);
-        send(&producer, &topic(m.format), m);
+        send(&producer, &topic(m.format), m)?;
         sent.fetch_add(1, Ordering::Relaxed);
     }
     producer.flush(Duration::from_secs(120))?;
@@ -453,7 +456,11 @@ fn create_topics(brokers: &str, names: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn send(p: &ThreadedProducer<DefaultProducerContext>, topic: &str, m: &ScenarioMessage) {
+fn send(
+    p: &ThreadedProducer<DefaultProducerContext>,
+    topic: &str,
+    m: &ScenarioMessage,
+) -> Result<()> {
     let mut headers = OwnedHeaders::new();
     for (k, v) in &m.headers {
         headers = headers.insert(Header {
@@ -467,12 +474,13 @@ fn send(p: &ThreadedProducer<DefaultProducerContext>, topic: &str, m: &ScenarioM
     }
     loop {
         match p.send(record) {
-            Ok(()) => return,
-            Err((_, r)) => {
+            Ok(()) => return Ok(()),
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
                 // The local queue is full: let the background thread deliver.
                 record = r;
                 std::thread::sleep(Duration::from_millis(1));
             }
+            Err((e, _)) => bail!("cannot produce to {topic} ({}): {e}", m.origin),
         }
     }
 }
