@@ -386,11 +386,13 @@ fn monitor(store: &Path, sent: &AtomicUsize, done: &AtomicBool) -> (usize, f64) 
     let (mut max_backlog, mut analyzer) = (0usize, 0.0f64);
     while !done.load(Ordering::Relaxed) {
         let produced = sent.load(Ordering::Relaxed);
-        // The warm-up message is stored before the first message is sent.
-        let stored: i64 = Store::open(store)
-            .map(|s| s.kafka_offsets().values().sum::<i64>() - 1)
-            .unwrap_or(0);
-        max_backlog = max_backlog.max(produced.saturating_sub(stored.max(0) as usize));
+        // The warm-up message is stored before the first message is sent. A store that
+        // cannot be read at this instant gives no sample (not a backlog of everything).
+        if let Ok(s) = Store::open(store) {
+            let stored = (s.kafka_offsets().values().sum::<i64>() - 1).max(0);
+            let stored = usize::try_from(stored).unwrap_or(usize::MAX);
+            max_backlog = max_backlog.max(produced.saturating_sub(stored));
+        }
         analyzer = analyzer.max(thread_cpu().analyzer);
         std::thread::sleep(Duration::from_millis(500));
     }
