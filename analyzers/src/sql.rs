@@ -238,15 +238,7 @@ pub async fn register(
     params: &[(&str, datafusion::scalar::ScalarValue)],
 ) -> crate::Result<()> {
     let df = frame(ctx, file, params).await?;
-    let schema = std::sync::Arc::new(df.schema().as_arrow().clone());
-    let batches = df
-        .collect()
-        .await
-        .map_err(|source| crate::AnalyzeError::Sql {
-            file: file.path,
-            source,
-        })?;
-    replace_table(ctx, name, schema, batches)
+    register_rows(ctx, name, df, file.path).await
 }
 
 /// Replaces the view `name` in the session with a table of its rows, computed now: for a
@@ -256,10 +248,26 @@ pub async fn materialize(
     ctx: &datafusion::prelude::SessionContext,
     name: &'static str,
 ) -> crate::Result<()> {
-    let err = |source| crate::AnalyzeError::Sql { file: name, source };
-    let df = ctx.table(name).await.map_err(err)?;
+    let df = ctx
+        .table(name)
+        .await
+        .map_err(|source| crate::AnalyzeError::Sql { file: name, source })?;
+    register_rows(ctx, name, df, name).await
+}
+
+/// Runs `df` and registers its rows as the in-memory table `name` (with `df`'s schema, so
+/// that an empty result still has its columns); errors name `file`.
+async fn register_rows(
+    ctx: &datafusion::prelude::SessionContext,
+    name: &str,
+    df: datafusion::dataframe::DataFrame,
+    file: &'static str,
+) -> crate::Result<()> {
     let schema = std::sync::Arc::new(df.schema().as_arrow().clone());
-    let batches = df.collect().await.map_err(err)?;
+    let batches = df
+        .collect()
+        .await
+        .map_err(|source| crate::AnalyzeError::Sql { file, source })?;
     replace_table(ctx, name, schema, batches)
 }
 
