@@ -15,6 +15,11 @@ use crate::symptoms::SymptomKind;
 
 pub use shortfall::explain_latency_by_shortfall;
 
+/// How far apart a straggler's onset and a pace regression's may be and still be one
+/// onset: a pace regression found in buckets knows its onset only to the attribution's
+/// grace ([`crate::attribution::score::PACE_GRACE_S`]).
+const PACE_ONSET_PRECISION_NS: i64 = crate::attribution::score::PACE_GRACE_S as i64 * 1_000_000_000;
+
 /// Causes whose mechanism is the workload's own process failing (it is restarted), as
 /// opposed to being stopped from outside or hanging.
 const CRASHES: &[Cause] = &[Cause::GpuFailure, Cause::GpuMemoryError, Cause::OomKilled];
@@ -101,9 +106,17 @@ pub fn settle_kinds(mut findings: Vec<Finding>) -> Vec<Finding> {
             } else {
                 // The job's pace is the slowdown; the straggler's own attribution looked
                 // at the rank's GPU and node, where a rank-local cause sits: it names the
-                // cause of the pace regression too, unless it found nothing.
+                // cause of the pace regression too, unless it found nothing, or it is only
+                // a later part of the regression (it began past the pace onset's
+                // precision and spans less than half of it): its causes were looked for
+                // around its own onset and cannot see what started the slowdown, unless
+                // the regression found nothing itself.
+                let same_onset = (a.start_ns - b.start_ns).abs() <= PACE_ONSET_PRECISION_NS;
+                let spans = overlap * 2 >= (b.end_ns - b.start_ns).max(1);
+                let pace_unexplained = verdict(&findings[j]).is_none_or(|c| c == Cause::Unknown);
                 if verdict(&findings[i]).is_some_and(|c| c != Cause::Unknown)
                     && verdict(&findings[j]) != verdict(&findings[i])
+                    && (same_onset || spans || pace_unexplained)
                 {
                     let lost = findings[j].symptom.lost_seconds;
                     let mut causes = findings[i].causes.clone();
@@ -260,5 +273,46 @@ mod tests {
         assert_eq!(out.len(), 1, "{out:?}");
         assert_eq!(out[0].symptom.kind, SymptomKind::Regression);
         assert_eq!(out[0].causes[0].cause, Cause::DataloaderStall);
+    }
+
+    #[test]
+    fn a_later_straggler_fragment_does_not_rename_the_regression_it_is_part_of() {
+        // A neighbour slowed the whole node from minute 40; a three-minute episode of one
+        // of its GPUs from minute 61, whose own look-back found a power-cap blip there.
+        let out = settle_kinds(vec![
+            finding(SymptomKind::Regression, 40, 75, 900.0, Cause::NoisyNeighbor),
+            finding(SymptomKind::Straggler, 61, 64, 60.0, Cause::PowerThrottle),
+        ]);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].symptom.kind, SymptomKind::Regression);
+        assert_eq!(out[0].causes[0].cause, Cause::NoisyNeighbor);
+    }
+
+    #[test]
+    fn a_straggler_that_began_with_the_regression_or_spans_it_names_its_cause() {
+        for (from, to, pace) in [
+            (41, 50, Cause::NoisyNeighbor),
+            (55, 74, Cause::NoisyNeighbor),
+            (61, 64, Cause::Unknown),
+        ] {
+            let out = settle_kinds(vec![
+                finding(SymptomKind::Regression, 40, 75, 900.0, pace),
+                finding(
+                    SymptomKind::Straggler,
+                    from,
+                    to,
+                    60.0,
+                    Cause::ThermalThrottle,
+                ),
+            ]);
+            assert_eq!(out.len(), 1, "{from}-{to}: {out:?}");
+            assert_eq!(out[0].symptom.kind, SymptomKind::Regression);
+            assert_eq!(
+                out[0].causes[0].cause,
+                Cause::ThermalThrottle,
+                "{from}-{to} over {pace:?}"
+            );
+            assert_eq!(out[0].causes[0].explained_seconds, 900.0);
+        }
     }
 }

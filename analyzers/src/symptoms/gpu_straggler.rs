@@ -208,28 +208,42 @@ pub fn detect(
     let mut out = Vec::new();
     let mut k = 0;
     while k < marks.len() {
-        let Some((gpu, _, _)) = marks[k].1 else {
+        let Some((first, _, _)) = marks[k].1 else {
             k += 1;
             continue;
         };
         // Consecutive buckets (up to two missing or unmarked buckets in a row tolerated:
-        // a sample's noise flickers a mark) naming this GPU.
+        // a sample's noise flickers a mark) naming a GPU of this node. When the whole node
+        // is slow (a neighbour on its host, its NIC), all its GPUs keep their level while
+        // the other nodes' wait, and which of them a bucket names is noise: the episode
+        // is the node's, not a run of short ones per GPU.
+        let node = &gpus[first].node;
+        let on_node = |g: usize| gpus[g].node == *node;
         let mut last = k;
         let mut j = k + 1;
         while j < marks.len() && marks[j].0 - marks[last].0 <= (MAX_UNMARKED + 1) * bucket_ns {
-            // A bucket naming another GPU counts as unmarked: the episode ends only
-            // when this GPU stays unnamed for longer than the tolerance.
+            // A bucket naming a GPU of another node counts as unmarked: the episode ends
+            // only when this node stays unnamed for longer than the tolerance.
             if let Some((g, _, _)) = marks[j].1
-                && g == gpu
+                && on_node(g)
             {
                 last = j;
             }
             j += 1;
         }
-        let episode: Vec<(i64, f64, f64)> = marks[k..=last]
+        let episode: Vec<(usize, f64, f64)> = marks[k..=last]
             .iter()
-            .filter_map(|(t, m)| m.filter(|m| m.0 == gpu).map(|m| (*t, m.1, m.2)))
+            .filter_map(|(_, m)| m.filter(|m| on_node(m.0)))
             .collect();
+        // The GPU named by most of the episode's buckets, if one is: else the node is.
+        let mut named: BTreeMap<usize, usize> = BTreeMap::new();
+        for e in &episode {
+            *named.entry(e.0).or_default() += 1;
+        }
+        let gpu = named
+            .iter()
+            .find(|(_, n)| **n * 2 > episode.len())
+            .map(|(g, _)| *g);
         let start_ns = marks[k].0;
         let end_ns = marks[last].0 + bucket_ns;
         // Power has an idle floor and moves with clocks and temperature too: only a
@@ -247,10 +261,18 @@ pub fn detect(
                 // A bucket tolerated inside the episode costs like its neighbours.
                 * (last + 1 - k) as f64
                 / episode.len() as f64;
-            let own: Vec<f64> = episode.iter().map(|e| e.1 * usual[gpu]).collect();
             let peers: Vec<f64> = episode.iter().map(|e| e.2).collect();
+            // The GPU's own level against its usual (the node's GPUs' levels, each
+            // against its usual, for a node).
+            let observed = match gpu {
+                Some(g) => {
+                    let own: Vec<f64> = episode.iter().map(|e| e.1 * usual[g]).collect();
+                    median(&own).map(|o| o / usual[g].max(1e-9))
+                }
+                None => median(&episode.iter().map(|e| e.1).collect::<Vec<_>>()),
+            };
             let ongoing = last + 1 == marks.len() && secs(horizon_ns - end_ns) < 60.0;
-            let g = &gpus[gpu];
+            let g = &gpus[gpu.unwrap_or(first)];
             out.push(Symptom {
                 key: key.clone(),
                 kind: SymptomKind::Straggler,
@@ -264,12 +286,12 @@ pub fn detect(
                 lost_seconds: lost,
                 // The peers' activity relative to their usual level, and the GPU's own.
                 baseline: median(&peers),
-                observed: median(&own).map(|o| o / usual[gpu].max(1e-9)),
+                observed,
                 metric: Some(metric.to_string()),
                 rank: None,
                 plot: g.points.clone(),
                 restored: false,
-                gpu: Some((g.node.clone(), g.device.clone())),
+                gpu: Some((g.node.clone(), gpu.and_then(|_| g.device.clone()))),
             });
         }
         k = last + 1;
@@ -448,5 +470,39 @@ mod tests {
             }
         }
         assert!(detect_sm(&uneven).is_empty());
+    }
+
+    #[test]
+    fn a_whole_node_that_keeps_working_is_one_straggler_episode_of_the_node() {
+        // From minute 40 to 75 the four GPUs of n0 keep their level (each a little busier
+        // in turn, by noise) while n1's four wait: one episode, the node's.
+        let gpus: Vec<GpuSeries> = (0..8)
+            .map(|d| GpuSeries {
+                node: format!("n{}", d / 4),
+                device: Some((d % 4).to_string()),
+                points: (0..120)
+                    .map(|m| {
+                        let jitter = 0.01 * (((m * 7 + d * 13) % 5) as f64 - 2.0);
+                        let v = if (40..75).contains(&m) && d >= 4 {
+                            0.6
+                        } else {
+                            0.8
+                        };
+                        (m * MIN, v + jitter)
+                    })
+                    .collect(),
+            })
+            .collect();
+        let found = detect_sm(&gpus);
+        assert_eq!(found.len(), 1, "{found:?}");
+        let s = &found[0];
+        assert_eq!(s.gpu, Some(("n0".to_string(), None)));
+        assert_eq!((s.start_ns, s.end_ns), (40 * MIN, 75 * MIN));
+        // 35 minutes with the peers at ~0.75 of their usual: ~25% of 2100 s lost.
+        assert!(
+            (420.0..=630.0).contains(&s.lost_seconds),
+            "{}",
+            s.lost_seconds
+        );
     }
 }
