@@ -209,6 +209,62 @@ fn cri_file_with_hugging_face_json_logs() {
 }
 
 #[test]
+fn a_hugging_face_arguments_dump_gives_one_event_per_parameter() {
+    // `Training/evaluation parameters {training_args}` as plain lines (the parameters on
+    // lines of their own), then as one JSON record whose message keeps the newlines.
+    let text = r#"2026-11-29T10:00:01.000000000Z stderr F [INFO|run_clm.py:250] 2026-11-29 10:00:01,000 >> Training/evaluation parameters TrainingArguments(
+2026-11-29T10:00:01.000000000Z stderr F _n_gpu=1,
+2026-11-29T10:00:01.000000000Z stderr F gradient_checkpointing=True,
+2026-11-29T10:00:01.000000000Z stderr F learning_rate=2e-05,
+2026-11-29T10:00:01.000000000Z stderr F )
+2026-11-29T10:00:02.000000000Z stdout F nothing a rule reads
+2026-11-29T11:00:01.000000000Z stderr F {"name": "__main__", "message": "Training/evaluation parameters TrainingArguments(\n_n_gpu=1,\ngradient_checkpointing=False,\n)", "timestamp": "2026-11-29T11:00:01.000Z", "level": "INFO"}
+"#;
+    let d = decode(&lines(text), &pod_hints(), false);
+    let params: Vec<(String, Option<&str>, Option<&str>)> = d
+        .events
+        .iter()
+        .map(|e| (e.time.clone(), e.get("param"), e.get("value")))
+        .collect();
+    assert_eq!(
+        params,
+        [
+            (
+                "2026-11-29T10:00:01Z".to_string(),
+                Some("_n_gpu"),
+                Some("1")
+            ),
+            (
+                "2026-11-29T10:00:01Z".to_string(),
+                Some("gradient_checkpointing"),
+                Some("True")
+            ),
+            (
+                "2026-11-29T10:00:01Z".to_string(),
+                Some("learning_rate"),
+                Some("2e-05")
+            ),
+            (
+                "2026-11-29T11:00:01Z".to_string(),
+                Some("_n_gpu"),
+                Some("1")
+            ),
+            (
+                "2026-11-29T11:00:01Z".to_string(),
+                Some("gradient_checkpointing"),
+                Some("False")
+            ),
+        ]
+    );
+    assert!(d.events.iter().all(|e| e.name == "config_param"
+        && e.source == "huggingface"
+        && e.workload.as_deref() == Some("finetune-gemma-l4")));
+    let ids: std::collections::HashSet<_> = d.events.iter().map(|e| e.id.clone()).collect();
+    assert_eq!(ids.len(), 5, "one id per parameter");
+    assert_eq!(d.counts.rejected, 0);
+}
+
+#[test]
 fn cri_partial_lines_join_their_full_line() {
     let text = "2026-11-29T10:15:02.000000001Z stdout P completed step: 7, seconds: 5.6\n\
                 2026-11-29T10:15:02.000000002Z stdout P 68, TFLOP/s/device: 134.9, Tokens/s/device: 8671.9\n\

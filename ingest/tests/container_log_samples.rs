@@ -261,7 +261,21 @@ fn deepspeed_mpi_log() {
         Some("preceding_line")
     );
     assert_eq!(d.metrics.len(), 14);
-    assert!(d.events.is_empty(), "{:?}", d.events);
+    // Its engine configuration, one event per parameter (rank 0 prints it once).
+    assert!(
+        d.events.iter().all(|e| e.kind == "config_param"),
+        "{:?}",
+        d.events
+    );
+    assert!(d.events.len() >= 60, "{}", d.events.len());
+    let amp = d
+        .events
+        .iter()
+        .find(|e| e.attrs.get("param").map(String::as_str) == Some("amp_enabled"))
+        .expect("amp_enabled");
+    assert_eq!(amp.attrs.get("value").map(String::as_str), Some("False"));
+    assert_eq!(amp.source, "deepspeed");
+    assert_eq!(amp.time, "2025-10-18T00:09:38.707Z");
 }
 
 #[test]

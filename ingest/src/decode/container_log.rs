@@ -11,6 +11,7 @@
 //! by `--time` / the Kafka message time (`time_from=default`); a line that says something
 //! but can be dated by none of these is skipped and counted.
 
+mod config_lines;
 mod engine_lines;
 mod framework_lines;
 mod pod_names;
@@ -206,6 +207,8 @@ struct StreamState {
     capture_began: Option<Nanos>,
     /// Reading the file list `nsys profile` prints after `Generated:`.
     nsys_listing: bool,
+    /// Reading the `name=value,` lines of a Hugging Face `TrainingArguments` dump.
+    training_args: bool,
 }
 
 /// Per-container entries a stream's decoder remembers at most (see
@@ -568,6 +571,26 @@ impl ContainerLogDecoder {
             }
             state.nsys_listing = false;
         }
+        if state.training_args {
+            if config_lines::hf_args_closed(text) {
+                state.training_args = false;
+                return wrote;
+            }
+            match (config_lines::hf_arg(text), when) {
+                (Some(Finding::Event(e)), Some(t)) => {
+                    let message = config_lines::message(&e);
+                    wrote |= self.emit_event(&e, &message, t, line_rank, &who, hints, out);
+                    return wrote;
+                }
+                (Some(_), None) => return wrote,
+                // Not a parameter: the dump is over (cut short), the line is read as any.
+                _ => state.training_args = false,
+            }
+        }
+        if config_lines::hf_args_opened(text) {
+            state.training_args = true;
+            return wrote;
+        }
         if text.trim_end() == traceback::HEADER {
             let open = OpenTraceback {
                 traceback: Traceback::new(),
@@ -601,7 +624,11 @@ impl ContainerLogDecoder {
                         {
                             e.source = s;
                         }
-                        wrote |= self.emit_event(&e, text, t, line_rank, &who, hints, out);
+                        // One line may dump many parameters: each is its own event.
+                        let param = (e.kind == config_lines::CONFIG_PARAM)
+                            .then(|| config_lines::message(&e));
+                        let message = param.as_deref().unwrap_or(text);
+                        wrote |= self.emit_event(&e, message, t, line_rank, &who, hints, out);
                     }
                     Finding::Metric(m) => {
                         let src = if m.source == source::APP {
@@ -729,7 +756,7 @@ impl ContainerLogDecoder {
             {
                 complete.extend(s.traceback.take());
             }
-            s.traceback.is_some() || s.capture_began.is_some()
+            s.traceback.is_some() || s.capture_began.is_some() || s.training_args
         });
         self.emit_held(complete, out)
     }

@@ -41,7 +41,7 @@ pub struct EventFinding {
 }
 
 impl EventFinding {
-    fn new(kind: &'static str, severity: Severity, source: &'static str) -> Self {
+    pub(super) fn new(kind: &'static str, severity: Severity, source: &'static str) -> Self {
         EventFinding {
             kind,
             severity,
@@ -53,7 +53,7 @@ impl EventFinding {
         }
     }
 
-    fn attr(mut self, key: &'static str, value: impl ToString) -> Self {
+    pub(super) fn attr(mut self, key: &'static str, value: impl ToString) -> Self {
         self.attrs.push((key, value.to_string()));
         self
     }
@@ -867,6 +867,7 @@ pub fn classify(l: &str, out: &mut Vec<Finding>) -> bool {
         || tqdm_bar(l, out)
         || super::engine_lines::vllm_stats(l, out)
         || super::request_lines::hf_router_success(l, out)
+        || super::config_lines::config_dump(l, out)
 }
 
 #[cfg(test)]

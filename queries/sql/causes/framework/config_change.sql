@@ -6,6 +6,17 @@
 -- (it began before the data) but that run was reporting in the hour before, the new run
 -- replaced it at the onset: a changed run without its old configuration to compare is
 -- weaker evidence (strength 0.6), and any cause with evidence of its own outranks it.
+--
+-- Without run_started events (no SDK), the configuration a trainer dumps in its log at
+-- start-up (`config_param` events: DeepSpeed's engine configuration, MaxText's `Config
+-- param` lines, Hugging Face's `TrainingArguments`) stands for the run's: the dump of the
+-- pod that last dumped before the onset (or within the 10 minutes a pace onset may be
+-- early by) against the last dump of an earlier start, a pod whose dump began at least 5
+-- minutes before (the ranks of one start dump within moments of each other). Parameters
+-- that name where a run writes or who it is (`*_dir`, `*_path`, `*_file`, `*_id`,
+-- `run_name`, `output*`, `logging*`, `hub*`, `resume_from_checkpoint`, the process's rank)
+-- and object reprs (`<... object at 0x...>`) differ between any two starts without
+-- changing how fast a step runs: they are not compared.
 WITH runs AS (
   SELECT namespace, workload, run_id, time, event_id, attrs,
     LAG(event_id) OVER (PARTITION BY namespace, workload ORDER BY time, event_id) AS prev_id
@@ -42,6 +53,47 @@ changed AS (
   JOIN kv a ON a.event_id = c.event_id
   LEFT JOIN kv b ON b.event_id = c.prev_id AND b.k = a.k
   WHERE c.latest = 1 AND (a.v IS DISTINCT FROM b.v)
+),
+logged AS (
+  SELECT DISTINCT namespace, workload, pod, attrs['param'] AS k, attrs['value'] AS v
+  FROM events
+  WHERE kind = 'config_param' AND workload IS NOT NULL AND pod IS NOT NULL
+    AND attrs['param'] IS NOT NULL
+    AND NOT regexp_like(attrs['param'],
+      '(_dir|_path|_file|_id|^run_name|^output|^logging|^hub|^resume_from_checkpoint|^local_rank|^process_index|^global_rank)$|^(output|logging|hub)')
+    AND coalesce(attrs['value'], '') NOT LIKE '%object at 0x%'
+),
+dumps AS (
+  SELECT namespace, workload, pod, min(time) AS time, min(event_id) AS event_id
+  FROM events
+  WHERE kind = 'config_param' AND workload IS NOT NULL AND pod IS NOT NULL
+  GROUP BY namespace, workload, pod
+),
+logged_current AS (
+  SELECT s.slowdown_id, d.namespace, d.workload, d.pod, d.time, d.event_id,
+    row_number() OVER (PARTITION BY s.slowdown_id ORDER BY d.time DESC, d.pod DESC) AS latest
+  FROM symptoms s
+  JOIN dumps d ON d.workload = s.workload AND (d.namespace IS NOT DISTINCT FROM s.namespace)
+    AND d.time <= s.start + INTERVAL '10 minutes'
+),
+logged_previous AS (
+  SELECT c.slowdown_id, c.namespace, c.workload, c.pod, c.time, c.event_id,
+    d.pod AS prev_pod, d.event_id AS prev_id,
+    row_number() OVER (PARTITION BY c.slowdown_id ORDER BY d.time DESC, d.pod DESC) AS latest
+  FROM logged_current c
+  JOIN dumps d ON d.workload = c.workload AND (d.namespace IS NOT DISTINCT FROM c.namespace)
+    AND d.time <= c.time - INTERVAL '5 minutes'
+  WHERE c.latest = 1
+),
+logged_changed AS (
+  SELECT p.slowdown_id, p.event_id, p.prev_id, p.time, a.k, b.v AS before, a.v AS after
+  FROM logged_previous p
+  JOIN logged a ON a.pod = p.pod AND a.workload = p.workload
+    AND (a.namespace IS NOT DISTINCT FROM p.namespace)
+  LEFT JOIN logged b ON b.pod = p.prev_pod AND b.workload = p.workload
+    AND (b.namespace IS NOT DISTINCT FROM p.namespace) AND b.k = a.k
+  WHERE p.latest = 1 AND (a.v IS DISTINCT FROM b.v)
+    AND p.slowdown_id NOT IN (SELECT slowdown_id FROM changed)
 )
 SELECT slowdown_id, 'framework.config_change' AS cause, 'workload' AS scope,
   CAST(NULL AS VARCHAR) AS node, CAST(NULL AS VARCHAR) AS device, min(time) AS time,
@@ -60,4 +112,14 @@ SELECT slowdown_id, 'framework.config_change' AS cause, 'workload' AS scope,
     ' at the onset; the earlier run''s configuration is not in the store to compare') AS summary
 FROM replaced
 WHERE slowdown_id NOT IN (SELECT slowdown_id FROM changed)
+  AND slowdown_id NOT IN (SELECT slowdown_id FROM logged_changed)
+GROUP BY slowdown_id
+UNION ALL
+SELECT slowdown_id, 'framework.config_change' AS cause, 'workload' AS scope,
+  CAST(NULL AS VARCHAR) AS node, CAST(NULL AS VARCHAR) AS device, min(time) AS time,
+  make_array(min(event_id), min(prev_id)) AS evidence, 1.0 AS strength,
+  concat('The configuration the trainer logged at start-up changed against the previous start''s: ',
+    string_agg(concat(k, ' ', coalesce(before, '∅'), '→', coalesce(after, '∅')), ', ' ORDER BY k))
+    AS summary
+FROM logged_changed
 GROUP BY slowdown_id;
