@@ -189,21 +189,17 @@ pub async fn analyze(
         let wk = (key.namespace.clone(), key.workload.clone());
         let marks = pauses.get(&wk).cloned().unwrap_or_default();
         found.extend(startup_stall(key, run, &marks, cfg));
-        let mut finishes: Vec<i64> = lifecycle
-            .get(&wk)
-            .into_iter()
-            .flatten()
-            .filter(|e| matches!(e.kind.as_str(), "run_finished" | "finished" | "completed"))
-            .map(|e| e.time_ns)
-            .collect();
-        finishes.sort_unstable();
-        let finished = finishes.last().copied();
+        let finished = lifecycle.get(&wk).and_then(|l| {
+            l.iter()
+                .filter(|e| matches!(e.kind.as_str(), "run_finished" | "finished" | "completed"))
+                .map(|e| e.time_ns)
+                .max()
+        });
         let extent = extents
             .iter()
             .find(|e| e.key.namespace == key.namespace && e.key.workload == key.workload);
         let end = RunEnd {
             finished_ns: finished,
-            finishes,
             last_alive_ns: extent.and_then(|e| e.alive_ns),
             last_warning_ns: extent.and_then(|e| e.warned_ns),
         };

@@ -1,7 +1,9 @@
 //! A straggler found without per-rank data: in synchronous training the ranks that wait
 //! for a slow one sit in collectives, whose NCCL kernels spin (so `gpu_util` stays high
 //! everywhere) but do no SM or tensor work. The straggler is the one GPU whose SM (or
-//! tensor pipe) activity stays at its usual level while its peers' drops. Lost time is the
+//! tensor pipe) activity stays at its usual level while its peers' drops, or the one node
+//! whose GPUs all do (a whole host slowed: each bucket then names one of its GPUs by
+//! noise, and the episode is the node's, its device unnamed). Lost time is the
 //! share of wall time the peers spent waiting: over each minute of the episode, one minus
 //! the peers' activity relative to their usual level.
 //!

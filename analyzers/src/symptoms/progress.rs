@@ -19,8 +19,6 @@ pub struct ProgressInput<'a> {
     pub horizon_ns: i64,
     /// When the run announced it finished, if it did.
     pub finished_ns: Option<i64>,
-    /// Every announcement of the workload's end (see [`super::run::RunEnd::finishes`]).
-    pub finishes: &'a [i64],
     /// The last record of the workload other than announcements of its end (pods,
     /// GPU samples, logs, Kueue events): a sign it is still there.
     pub last_alive_ns: Option<i64>,
@@ -70,17 +68,6 @@ pub fn detect(input: &ProgressInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
             || (restart_inside && gap - (s - s_prev).max(0) as f64 * base > restart_threshold);
         let went_back = s < s_prev;
         if !stalled && !went_back {
-            j += 1;
-            continue;
-        }
-        // The workload announced its end as its progress stopped (a Job completed): what
-        // follows is another run of it (the Job recreated), not a stall or a restart.
-        let reach = (restart_threshold.max(threshold) * 1e9) as i64;
-        if input
-            .finishes
-            .iter()
-            .any(|&f| f < t && (f - t_prev).abs() <= reach)
-        {
             j += 1;
             continue;
         }
@@ -217,7 +204,6 @@ mod tests {
             pauses,
             horizon_ns: horizon * S,
             finished_ns: None,
-            finishes: &[],
             last_alive_ns: Some(horizon * S),
             last_warning_ns: None,
             metric: "step_time_seconds",
@@ -294,33 +280,6 @@ mod tests {
         // A warning about it after its last step: stopped, not finished.
         quiet.last_warning_ns = Some(230 * S);
         assert_eq!(detect(&quiet, &cfg).len(), 1);
-    }
-
-    #[test]
-    fn a_gap_that_began_with_the_workloads_end_is_another_run_not_a_stall() {
-        // Steps 0..=100 every 2 s, the Job completed 5 s after the last; the workload's
-        // next Job resumes from step 100 at 500 s.
-        let mut steps: Vec<(i64, i64)> = (0..=100).map(|i| (i * 2, i)).collect();
-        steps.extend((101..=200).map(|i| (500 + (i - 101) * 2, i)));
-        let pts = run(steps);
-        let key = WorkloadKey::default();
-        let p = Pauses::default();
-        let gap = detect(&input(&key, &pts, &p, 700), &DetectorConfig::default());
-        assert_eq!(gap.len(), 1, "without the announcement, a stall: {gap:?}");
-        let finishes = [205 * S];
-        let ended = ProgressInput {
-            finishes: &finishes,
-            ..input(&key, &pts, &p, 700)
-        };
-        let found = detect(&ended, &DetectorConfig::default());
-        assert!(found.is_empty(), "{found:?}");
-        // An end announced long after progress stopped does not explain the gap.
-        let late = [400 * S];
-        let stalled = ProgressInput {
-            finishes: &late,
-            ..input(&key, &pts, &p, 700)
-        };
-        assert_eq!(detect(&stalled, &DetectorConfig::default()).len(), 1);
     }
 
     #[test]

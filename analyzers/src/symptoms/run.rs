@@ -129,13 +129,10 @@ fn with_compiles(pauses: &Pauses, compiles: &[(i64, Option<f64>)], progress: &[P
 }
 
 /// What says whether a run that stopped reporting has ended.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct RunEnd {
-    /// When the run announced it finished (the last announcement).
+    /// When the run announced it finished.
     pub finished_ns: Option<i64>,
-    /// Every announcement of the workload's end, in time order: a gap in progress that
-    /// one begins is the end of one run and the start of another (a Job recreated).
-    pub finishes: Vec<i64>,
     /// The workload's last record other than announcements of its end.
     pub last_alive_ns: Option<i64>,
     /// The last warning or error about it.
@@ -219,7 +216,6 @@ pub fn detect_run(
                 pauses,
                 horizon_ns: horizon,
                 finished_ns: end.finished_ns,
-                finishes: &end.finishes,
                 last_alive_ns: end.last_alive_ns,
                 last_warning_ns: end.last_warning_ns,
                 metric,
