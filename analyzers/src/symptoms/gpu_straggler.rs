@@ -358,6 +358,16 @@ mod tests {
 
     /// [`fleet`] with the episode over `minutes`.
     fn fleet_over(peers: f64, minutes: std::ops::Range<i64>) -> Vec<GpuSeries> {
+        fleet_waiting(peers, minutes, |d| d != 3)
+    }
+
+    /// Eight GPUs (four on n0, four on n1) at ~0.8 SM activity for 120 minutes; over
+    /// `minutes` the GPUs `waits` picks (by index 0..8) drop to `peers`.
+    fn fleet_waiting(
+        peers: f64,
+        minutes: std::ops::Range<i64>,
+        waits: impl Fn(i64) -> bool,
+    ) -> Vec<GpuSeries> {
         (0..8)
             .map(|d| GpuSeries {
                 node: format!("n{}", d / 4),
@@ -365,7 +375,7 @@ mod tests {
                 points: (0..120)
                     .map(|m| {
                         let jitter = 0.01 * (((m * 7 + d * 13) % 5) as f64 - 2.0);
-                        let v = if minutes.contains(&m) && d != 3 {
+                        let v = if minutes.contains(&m) && waits(d) {
                             peers
                         } else {
                             0.8
@@ -478,23 +488,7 @@ mod tests {
     fn a_whole_node_that_keeps_working_is_one_straggler_episode_of_the_node() {
         // From minute 40 to 75 the four GPUs of n0 keep their level (each a little busier
         // in turn, by noise) while n1's four wait: one episode, the node's.
-        let gpus: Vec<GpuSeries> = (0..8)
-            .map(|d| GpuSeries {
-                node: format!("n{}", d / 4),
-                device: Some((d % 4).to_string()),
-                points: (0..120)
-                    .map(|m| {
-                        let jitter = 0.01 * (((m * 7 + d * 13) % 5) as f64 - 2.0);
-                        let v = if (40..75).contains(&m) && d >= 4 {
-                            0.6
-                        } else {
-                            0.8
-                        };
-                        (m * MIN, v + jitter)
-                    })
-                    .collect(),
-            })
-            .collect();
+        let gpus = fleet_waiting(0.6, 40..75, |d| d >= 4);
         let found = detect_sm(&gpus);
         assert_eq!(found.len(), 1, "{found:?}");
         let s = &found[0];

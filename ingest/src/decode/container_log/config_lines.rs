@@ -22,14 +22,8 @@ const HF_ARGS: &str = "TrainingArguments(";
 const MAX_VALUE: usize = 512;
 
 fn param(source: &'static str, name: &str, value: &str) -> Finding {
-    let mut value = value.trim();
-    if value.len() > MAX_VALUE {
-        let mut end = MAX_VALUE;
-        while !value.is_char_boundary(end) {
-            end -= 1;
-        }
-        value = &value[..end];
-    }
+    let value = value.trim();
+    let value = &value[..value.floor_char_boundary(MAX_VALUE)];
     Finding::Event(
         EventFinding::new(CONFIG_PARAM, Severity::Info, source)
             .attr("param", name)
@@ -39,12 +33,7 @@ fn param(source: &'static str, name: &str, value: &str) -> Finding {
 
 /// The message of a `config_param` event: `name=value`.
 pub fn message(e: &EventFinding) -> String {
-    let get = |k: &str| {
-        e.attrs
-            .iter()
-            .find(|(key, _)| *key == k)
-            .map_or("", |(_, v)| v.as_str())
-    };
+    let get = |k| e.get(k).unwrap_or_default();
     format!("{}={}", get("param"), get("value"))
 }
 
@@ -156,13 +145,7 @@ mod tests {
             .map(|f| match f {
                 Finding::Event(e) => {
                     assert_eq!(e.kind, CONFIG_PARAM);
-                    let get = |k: &str| {
-                        e.attrs
-                            .iter()
-                            .find(|(key, _)| *key == k)
-                            .map(|(_, v)| v.clone())
-                            .unwrap_or_default()
-                    };
+                    let get = |k| e.get(k).unwrap_or_default().to_string();
                     (get("param"), get("value"), e.source)
                 }
                 other => panic!("not an event: {other:?}"),

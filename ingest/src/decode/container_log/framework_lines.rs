@@ -58,6 +58,14 @@ impl EventFinding {
         self
     }
 
+    /// The value of attribute `key`, if the finding has it.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
     fn attr_opt(self, key: &'static str, value: Option<impl ToString>) -> Self {
         match value {
             Some(v) => self.attr(key, v),
@@ -888,10 +896,7 @@ mod tests {
     }
 
     fn attr<'a>(e: &'a EventFinding, k: &str) -> Option<&'a str> {
-        e.attrs
-            .iter()
-            .find(|(key, _)| *key == k)
-            .map(|(_, v)| v.as_str())
+        e.get(k)
     }
 
     #[test]

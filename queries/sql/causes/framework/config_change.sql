@@ -54,19 +54,22 @@ changed AS (
   LEFT JOIN kv b ON b.event_id = c.prev_id AND b.k = a.k
   WHERE c.latest = 1 AND (a.v IS DISTINCT FROM b.v)
 ),
-logged AS (
-  SELECT DISTINCT namespace, workload, pod, attrs['param'] AS k, attrs['value'] AS v
+params AS (
+  SELECT namespace, workload, pod, time, event_id, attrs['param'] AS k, attrs['value'] AS v
   FROM events
   WHERE kind = 'config_param' AND workload IS NOT NULL AND pod IS NOT NULL
-    AND attrs['param'] IS NOT NULL
-    AND NOT regexp_like(attrs['param'],
+),
+logged AS (
+  SELECT DISTINCT namespace, workload, pod, k, v
+  FROM params
+  WHERE k IS NOT NULL
+    AND NOT regexp_like(k,
       '(_dir|_path|_file|_id|^run_name|^output|^logging|^hub|^resume_from_checkpoint|^local_rank|^process_index|^global_rank)$|^(output|logging|hub)')
-    AND coalesce(attrs['value'], '') NOT LIKE '%object at 0x%'
+    AND coalesce(v, '') NOT LIKE '%object at 0x%'
 ),
 dumps AS (
   SELECT namespace, workload, pod, min(time) AS time, min(event_id) AS event_id
-  FROM events
-  WHERE kind = 'config_param' AND workload IS NOT NULL AND pod IS NOT NULL
+  FROM params
   GROUP BY namespace, workload, pod
 ),
 logged_current AS (
