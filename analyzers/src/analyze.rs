@@ -6,9 +6,11 @@
 //! incrementally over a recent window after each committed batch.
 
 mod bucket_means;
+mod metric_scan;
 pub mod profiles;
 mod read;
 mod serving;
+mod utilization;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -31,11 +33,14 @@ use crate::symptoms::{
 };
 use read::*;
 
+pub use metric_scan::Scanned;
+pub use read::scan_metrics;
+
 pub use crate::symptoms::run::{Marks, RunSeries};
 
 /// How far before a symptom's onset the rules look for its cause.
 pub const LOOKBACK_NS: i64 = 15 * 60 * 1_000_000_000;
-/// The buckets of the GPU activity series (`symptoms/gpu_activity.sql`, folded by the reader).
+/// The buckets of the GPU activity series (folded from the samples by `analyze/metric_scan.rs`).
 const ACTIVITY_BUCKET_NS: i64 = 60 * 1_000_000_000;
 
 /// State views that several symptom queries and cause rules read (some more than once
@@ -114,16 +119,21 @@ pub async fn analyze(
     let to = sel.to_ns.unwrap_or(i64::MAX / 2);
     let params = [("from", ts_param(from)), ("to", ts_param(to))];
 
-    // Every series' first and last sample, for the extents and the placements: the same
-    // rows as the window's below (the window is the data inside these bounds).
-    sql::register(
+    // The window below is the data inside these bounds, so what is read with them is what
+    // the window holds. The framework series name the straggler candidates (the workloads
+    // without per-rank compute times) whose GPU activity the one scan of the samples folds,
+    // with every series' first and last sample (for the extents and the placements) and
+    // the utilization.
+    let series = read_framework_series(ctx, &params).await?;
+    clock.lap("framework series");
+    let scanned = scan_metrics(ctx, &params, &straggler_candidates(&series)).await?;
+    sql::replace_table(
         ctx,
         "series_extents",
-        sql::symptoms::SERIES_EXTENTS,
-        &params,
-    )
-    .await?;
-    clock.lap("series extents");
+        scanned.extents.schema(),
+        vec![scanned.extents],
+    )?;
+    clock.lap("metric scan");
     let extents = read_extents(ctx, &params).await?;
     clock.lap("extent");
     let (Some(data_from), Some(data_to)) = (
@@ -145,8 +155,6 @@ pub async fn analyze(
     let horizon = data_to.min(window.1);
     let params = [("from", ts_param(window.0)), ("to", ts_param(window.1))];
 
-    let series = read_framework_series(ctx, &params).await?;
-    clock.lap("framework series");
     for view in MATERIALIZED_VIEWS {
         sql::materialize(ctx, view).await?;
     }
@@ -154,12 +162,10 @@ pub async fn analyze(
     let pauses = read_pauses(ctx, &params).await?;
     let lifecycle = read_lifecycle(ctx, &params).await?;
     clock.lap("pauses and lifecycle");
-    let util = read_utilization(ctx, &params).await?;
-    clock.lap("utilization");
+    let util = scanned.utilization;
     let placements = read_placements(ctx, &params).await?;
     clock.lap("placements");
-    let activity = read_gpu_activity(ctx, &params, &straggler_candidates(&series)).await?;
-    clock.lap("gpu activity");
+    let activity = scanned.activity;
     let saves = read_saves(ctx, &params).await?;
     clock.lap("saves");
     let serving_workloads = serving::read_serving_workloads(ctx, &params).await?;
@@ -264,30 +270,25 @@ pub async fn analyze(
     }
     clock.lap("detect: throughput");
     // Stragglers of jobs without per-rank compute times, from their GPUs' SM activity
-    // (read for those jobs only).
-    for (wk, metrics) in &activity {
-        // Power only where no profiling field is collected: it has an idle floor, so it
-        // moves less than activity, but a waiting GPU draws less.
-        let Some((metric, gpus)) = ["sm_active", "tensor_active", "power_watts"]
-            .into_iter()
-            .find_map(|m| metrics.get(m).map(|g| (m, g)))
-        else {
-            continue;
-        };
-        let key = WorkloadKey {
-            namespace: wk.0.clone(),
-            workload: wk.1.clone(),
-            run_id: None,
-        };
-        found.extend(gpu_straggler::detect(
-            &key,
-            gpus,
-            ACTIVITY_BUCKET_NS,
-            metric,
-            cfg,
-            horizon,
-        ));
-    }
+    // (read for those jobs only). Power only where no profiling field is collected: it has
+    // an idle floor, so it moves less than activity, but a waiting GPU draws less.
+    let jobs: Vec<(WorkloadKey, &'static str, &[gpu_straggler::GpuSeries])> = activity
+        .iter()
+        .filter_map(|(wk, metrics)| {
+            let (metric, gpus) = ["sm_active", "tensor_active", "power_watts"]
+                .into_iter()
+                .find_map(|m| metrics.get(m).map(|g| (m, g)))?;
+            let key = WorkloadKey {
+                namespace: wk.0.clone(),
+                workload: wk.1.clone(),
+                run_id: None,
+            };
+            Some((key, metric, gpus.as_slice()))
+        })
+        .collect();
+    found.extend(in_parallel(&jobs, |(key, metric, gpus)| {
+        gpu_straggler::detect(key, gpus, ACTIVITY_BUCKET_NS, metric, cfg, horizon)
+    }));
     clock.lap("detect: gpu stragglers");
     for (wk, events) in &lifecycle {
         let key = WorkloadKey {
@@ -441,6 +442,37 @@ fn straggler_candidates(series: &BTreeMap<WorkloadKey, RunSeries>) -> BTreeSet<W
         .collect()
 }
 
+/// `f` of every job, on as many threads as the machine has cores, in the jobs' order
+/// (a fleet's workloads are independent: a day of 1000 nodes' GPU activity is 11M
+/// GPU-minutes to go through).
+fn in_parallel<J: Sync, T: Send>(jobs: &[J], f: impl Fn(&J) -> Vec<T> + Sync) -> Vec<T> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if threads <= 1 || jobs.len() <= 1 {
+        return jobs.iter().flat_map(&f).collect();
+    }
+    // Every `threads`-th job to each thread: the big and small ones spread evenly.
+    let mut done: Vec<(usize, Vec<T>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let f = &f;
+                scope.spawn(move || {
+                    (t..jobs.len())
+                        .step_by(threads)
+                        .map(|i| (i, f(&jobs[i])))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            // A detector's panic is a bug: it goes on as it would on one thread.
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().flat_map(|(_, out)| out).collect()
+}
+
 /// Stage timings of one analysis.
 struct Clock {
     last: std::time::Instant,
@@ -557,4 +589,19 @@ pub struct Placement {
     pub device: Option<String>,
     pub since: i64,
     pub until: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_parallel;
+
+    #[test]
+    fn jobs_run_in_parallel_give_their_results_in_the_jobs_order() {
+        let jobs: Vec<u64> = (0..101).collect();
+        // Uneven work: the result of each job is as many copies of it as it is odd.
+        let f = |j: &u64| vec![*j; (*j % 2) as usize + 1];
+        let serial: Vec<u64> = jobs.iter().flat_map(f).collect();
+        assert_eq!(in_parallel(&jobs, f), serial);
+        assert!(in_parallel(&[] as &[u64], f).is_empty());
+    }
 }

@@ -50,14 +50,16 @@ macro_rules! sql {
 pub mod symptoms {
     use super::SqlFile;
     pub const FRAMEWORK_SERIES: SqlFile = sql!("symptoms/framework_series.sql");
-    pub const UTILIZATION: SqlFile = sql!("symptoms/utilization.sql");
+    /// The one scan of the samples (`analyze/metric_scan.rs`) and the pods it names from.
+    pub const METRIC_SCAN: SqlFile = sql!("symptoms/metric_scan.sql");
+    pub const POD_NAMES: SqlFile = sql!("symptoms/pod_names.sql");
     pub const PAUSES: SqlFile = sql!("symptoms/pauses.sql");
     pub const LIFECYCLE: SqlFile = sql!("symptoms/lifecycle.sql");
-    /// Read by `EXTENT` and `PLACEMENTS`: the analysis registers it first.
+    /// What `EXTENT` and `PLACEMENTS` read: the metric scan folds the same table (the
+    /// SQL is its definition, checked against the fold in `symptom_extent.slt`).
     pub const SERIES_EXTENTS: SqlFile = sql!("symptoms/series_extents.sql");
     pub const EXTENT: SqlFile = sql!("symptoms/extent.sql");
     pub const PLACEMENTS: SqlFile = sql!("symptoms/placements.sql");
-    pub const GPU_ACTIVITY: SqlFile = sql!("symptoms/gpu_activity.sql");
     pub const SAVE_CADENCE: SqlFile = sql!("symptoms/save_cadence.sql");
     /// Captured profiles, for the slowdowns' `profiles` (`analyze/profiles.rs`).
     pub const PROFILES: SqlFile = sql!("symptoms/profiles.sql");
@@ -368,12 +370,13 @@ mod tests {
         use symptoms::*;
         let singles = [
             FRAMEWORK_SERIES,
-            UTILIZATION,
+            METRIC_SCAN,
+            POD_NAMES,
+            SERIES_EXTENTS,
             PAUSES,
             LIFECYCLE,
             EXTENT,
             PLACEMENTS,
-            GPU_ACTIVITY,
             SAVE_CADENCE,
             PROFILES,
             EVIDENCE,

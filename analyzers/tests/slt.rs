@@ -31,9 +31,15 @@
 //!   such as `2027-03-01T10:00:00Z` binds a timestamp, as the analyzer binds `$from` and
 //!   `$to`; an integer an integer; anything else a string); `\params clear` forgets them.
 //! - `\table NAME FILE` runs the embedded SQL file `FILE` (its path under `queries/sql/`,
-//!   e.g. `causes/infrastructure/gpu_failure.sql` or `symptoms/utilization.sql`, read
+//!   e.g. `causes/infrastructure/gpu_failure.sql` or `symptoms/extent.sql`, read
 //!   through `whyslow_queries::sql_file`) with the bound parameters, and registers its
 //!   rows as the table NAME for the queries that follow to read.
+//!
+//! - `\scan` runs the analysis' one scan of the samples (`analyze/metric_scan.rs`) over
+//!   `$from` and `$to` and registers what it folds: `series_extents` (as the analysis
+//!   does), `scanned_utilization` (namespace, workload, metric, interval_ns, bucket,
+//!   value_millionths, samples) and `scanned_activity` (namespace, workload, metric,
+//!   node, device, minute, mean) of the workloads of the table `straggler_candidates`.
 //!
 //! The data directives (`\empty`, `\events`, `\metrics`, `\symptoms`, `\scope`) rebuild
 //! the session over the data given so far (all views re-created over it): tables made
@@ -60,7 +66,7 @@ use datafusion::error::DataFusionError;
 use datafusion::prelude::SessionContext;
 use datafusion::scalar::ScalarValue;
 use sqllogictest::{DBOutput, DefaultColumnType, Runner};
-use whyslow_analyzers::analyze::LOOKBACK_NS;
+use whyslow_analyzers::analyze::{LOOKBACK_NS, scan_metrics};
 use whyslow_analyzers::causes::{self, ScopeRow, SymptomRow};
 use whyslow_analyzers::sql::ts_param;
 use whyslow_analyzers::symptoms::SymptomKind;
@@ -442,6 +448,49 @@ impl Db {
                 let mem = MemTable::try_new(schema, vec![batches])?;
                 self.ctx.deregister_table(table)?;
                 self.ctx.register_table(table, Arc::new(mem))?;
+                Ok(())
+            }
+            "\\scan" => {
+                // The analysis' one scan of the samples over [$from, $to], the candidates
+                // being the table `straggler_candidates` where one was made.
+                let param = |n: &str| {
+                    self.params
+                        .iter()
+                        .find(|(k, _)| k == n)
+                        .map(|(_, v)| v.clone())
+                        .ok_or_else(|| usage(format!("\\scan needs ${n}")))
+                };
+                let params = [("from", param("from")?), ("to", param("to")?)];
+                let mut candidates = std::collections::BTreeSet::new();
+                if self.ctx.table_exist("straggler_candidates")? {
+                    let (_, batches) =
+                        self.query("SELECT namespace, workload FROM straggler_candidates")?;
+                    for b in &batches {
+                        for i in 0..b.num_rows() {
+                            candidates.insert((opt_str(b.column(0), i), opt_str(b.column(1), i)));
+                        }
+                    }
+                }
+                let scanned = self
+                    .rt
+                    .block_on(scan_metrics(&self.ctx, &params, &candidates))
+                    .map_err(external)?;
+                let tables = [
+                    (
+                        "scanned_utilization",
+                        scanned.utilization_batch().map_err(external)?,
+                    ),
+                    (
+                        "scanned_activity",
+                        scanned.activity_batch().map_err(external)?,
+                    ),
+                    ("series_extents", scanned.extents),
+                ];
+                for (table, batch) in tables {
+                    let mem = MemTable::try_new(batch.schema(), vec![vec![batch]])?;
+                    self.ctx.deregister_table(table)?;
+                    self.ctx.register_table(table, Arc::new(mem))?;
+                }
                 Ok(())
             }
             _ => Err(usage(format!("no directive {name}"))),

@@ -10,17 +10,15 @@ use arrow::datatypes::{DataType, Field, Schema};
 
 use datafusion::prelude::SessionContext;
 
-use super::bucket_means::BucketMeans;
+use super::metric_scan::{MetricScan, PodWorkloads, Scanned};
 use super::{ACTIVITY_BUCKET_NS, Placement, WorkloadExtent};
 use crate::Result;
 use crate::attribution::EventInfo;
 use crate::columns::Columns;
 use crate::sql::{self, AFTERMATH, EVIDENCE, symptoms as q};
-use crate::symptoms::gpu_straggler::GpuSeries;
 use crate::symptoms::pending::Lifecycle;
 use crate::symptoms::run::{Marks, RunSeries};
 use crate::symptoms::save_cadence::Save;
-use crate::symptoms::throughput::Bucket;
 use crate::symptoms::{Point, WorkloadKey, WorkloadName};
 
 pub type Params = [(&'static str, datafusion::scalar::ScalarValue); 2];
@@ -207,140 +205,40 @@ pub async fn read_lifecycle(
     Ok(out)
 }
 
-/// Per workload and utilization metric: its scrape interval and its buckets, ascending
-/// (see `symptoms/utilization.sql`).
-pub type Utilization = BTreeMap<WorkloadName, BTreeMap<String, (Option<i64>, Vec<Bucket>)>>;
-
-pub async fn read_utilization(ctx: &SessionContext, params: &Params) -> Result<Utilization> {
-    let mut out = Utilization::new();
-    for b in sql::collect(ctx, q::UTILIZATION, params).await? {
-        let c = Columns::new(&b, q::UTILIZATION.path);
-        let (ns, w, metric) = (
-            c.strings("namespace")?,
-            c.strings("workload")?,
-            c.strings("metric")?,
-        );
-        let (interval, bucket, sum, samples) = (
-            c.ints("interval_ns")?,
-            c.ints("bucket")?,
-            c.ints("value_millionths")?,
-            c.ints("samples")?,
-        );
+/// Which workloads each pod belongs to (`pod_workloads`).
+pub async fn read_pod_workloads(ctx: &SessionContext) -> Result<PodWorkloads> {
+    let mut out = PodWorkloads::default();
+    for b in sql::collect(ctx, q::POD_NAMES, &[]).await? {
+        let c = Columns::new(&b, q::POD_NAMES.path);
+        let (ns, pod, w) = (c.texts("namespace")?, c.texts("pod")?, c.texts("workload")?);
         for i in 0..b.num_rows() {
-            let (Some(m), Some(index), Some(sum), Some(n)) =
-                (&metric[i], bucket[i], sum[i], samples[i])
-            else {
-                continue;
-            };
-            let series = out
-                .entry((ns[i].clone(), w[i].clone()))
-                .or_default()
-                .entry(m.clone())
-                .or_insert_with(|| (interval[i], Vec::new()));
-            series.1.push(Bucket {
-                index,
-                sum: sum as f64 / 1e6,
-                samples: u64::try_from(n).unwrap_or(0),
-            });
+            if let (Some(pod), Some(w)) = (pod.get(i), w.get(i)) {
+                out.insert(
+                    ns.get(i).map(str::to_string),
+                    pod.to_string(),
+                    w.to_string(),
+                );
+            }
         }
     }
     Ok(out)
 }
 
-/// Per workload and metric (`sm_active`, `tensor_active`, `power_watts`): each GPU's mean
-/// per minute, of the `candidates` only (registered as the table `straggler_candidates`
-/// the query reads, so that DataFusion passes their samples only).
-pub async fn read_gpu_activity(
+/// One scan of the window's samples (`symptoms/metric_scan.sql`), folded by
+/// `analyze/metric_scan.rs`: the series' extents, the utilization and the GPU activity
+/// of the `candidates`.
+pub async fn scan_metrics(
     ctx: &SessionContext,
     params: &Params,
     candidates: &BTreeSet<WorkloadName>,
-) -> Result<BTreeMap<WorkloadName, BTreeMap<String, Vec<GpuSeries>>>> {
-    type PerGpu = BTreeMap<(String, Option<String>), BucketMeans>;
-    let mut raw: BTreeMap<WorkloadName, BTreeMap<String, PerGpu>> = BTreeMap::new();
-    if candidates.is_empty() {
-        return Ok(BTreeMap::new());
-    }
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("namespace", DataType::Utf8, true),
-        Field::new("workload", DataType::Utf8, true),
-    ]));
-    let namespaces: StringArray = candidates.iter().map(|(ns, _)| ns.as_deref()).collect();
-    let workloads: StringArray = candidates.iter().map(|(_, w)| w.as_deref()).collect();
-    let batch = RecordBatch::try_new(
-        schema.clone(),
-        vec![Arc::new(namespaces), Arc::new(workloads)],
-    )
-    .map_err(|source| crate::AnalyzeError::Arrow {
-        what: "straggler_candidates",
-        source,
-    })?;
-    sql::replace_table(ctx, "straggler_candidates", schema, vec![batch])?;
-    // One sample a row: folded batch by batch into each GPU's minute means, never held.
-    sql::for_each_batch(ctx, q::GPU_ACTIVITY, params, |b| {
-        let c = Columns::new(b, q::GPU_ACTIVITY.path);
-        let (ns, w, metric, node, device) = (
-            c.texts("namespace")?,
-            c.texts("workload")?,
-            c.texts("metric")?,
-            c.texts("node")?,
-            c.texts("device")?,
-        );
-        let (time, value) = (c.times("time")?, c.floats("value")?);
-        // Rows come in no set order, but in runs of one GPU (the joins keep the order of
-        // the scan, and a segment stores its rows GPU by GPU, in time order): each run is
-        // looked up once, and each GPU's minutes are put in order below.
-        let same_gpu = |i: usize, j: usize| {
-            device.get(i) == device.get(j)
-                && node.get(i) == node.get(j)
-                && metric.get(i) == metric.get(j)
-                && w.get(i) == w.get(j)
-                && ns.get(i) == ns.get(j)
-        };
-        for rows in runs_of(b.num_rows(), same_gpu) {
-            let (Some(m), Some(n)) = (metric.get(rows.start), node.get(rows.start)) else {
-                continue;
-            };
-            let wk = (
-                ns.get(rows.start).map(str::to_string),
-                w.get(rows.start).map(str::to_string),
-            );
-            let means = raw
-                .entry(wk)
-                .or_default()
-                .entry(m.to_string())
-                .or_default()
-                .entry((n.to_string(), device.get(rows.start).map(str::to_string)))
-                .or_default();
-            for i in rows {
-                // `avg` of SQL: samples without a value do not count.
-                if let (Some(t), Some(v)) = (time[i], value[i]) {
-                    means.push(t, ACTIVITY_BUCKET_NS, v);
-                }
-            }
-        }
-        Ok(())
+) -> Result<Scanned> {
+    let pods = read_pod_workloads(ctx).await?;
+    let mut scan = MetricScan::new(&pods, candidates, ACTIVITY_BUCKET_NS);
+    sql::for_each_batch(ctx, q::METRIC_SCAN, params, |b| {
+        scan.fold(b, q::METRIC_SCAN.path)
     })
     .await?;
-    Ok(raw
-        .into_iter()
-        .map(|(wk, metrics)| {
-            let metrics = metrics
-                .into_iter()
-                .map(|(m, gpus)| {
-                    let series = gpus
-                        .into_iter()
-                        .map(|((node, device), means)| GpuSeries {
-                            node,
-                            device,
-                            points: means.into_points(),
-                        })
-                        .collect();
-                    (m, series)
-                })
-                .collect();
-            (wk, metrics)
-        })
-        .collect())
+    scan.finish()
 }
 
 pub async fn read_placements(ctx: &SessionContext, params: &Params) -> Result<Vec<Placement>> {

@@ -1,12 +1,12 @@
 //! Throughput drops for workloads without SDK pace data: the accelerator utilization
 //! (DCGM `gpu_util`, TPU `duty_cycle`) averaged over the workload's devices per scrape
-//! interval (summed by `symptoms/utilization.sql`), with scrape gaps inside its lifetime
+//! interval (summed by `analyze/utilization.rs`), with scrape gaps inside its lifetime
 //! read as idle, fell by at least 15% and stayed down.
 
 use super::regression::{self, PaceInput, Worse};
 use super::{DetectorConfig, Point, Symptom, SymptomKind, WorkloadKey};
 
-/// One scrape interval of a workload's utilization, as `symptoms/utilization.sql`
+/// One scrape interval of a workload's utilization, as `analyze/utilization.rs`
 /// returns it: the sum of every device's samples in it, and how many there were.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bucket {
