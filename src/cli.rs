@@ -115,6 +115,27 @@ pub struct StreamArgs {
         help_heading = LIVE
     )]
     pub analysis_window: std::option::Option<std::time::Duration>,
+    /// The most of the wall time the live analyzer spends analyzing (0 < share <= 1):
+    /// after an analysis it rests so that it takes no more, leaving the CPU to ingest
+    /// (1: analyses back to back).
+    #[arg(
+        long,
+        env = "WHYSLOW_ANALYSIS_SHARE",
+        default_value_t = whyslow_analyzers::live::runner::DEFAULT_BUSY_SHARE,
+        value_parser = analysis_share,
+        help_heading = LIVE
+    )]
+    pub analysis_share: f64,
+}
+
+/// `--analysis-share`: a number in (0, 1].
+fn analysis_share(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 1.0 => Ok(v),
+        _ => Err(format!(
+            "{s} is no share of the time: a number above 0 and at most 1"
+        )),
+    }
 }
 
 /// The `--help` heading of the live analyzer's flags.
@@ -454,6 +475,7 @@ fn stream(store: PathBuf, args: StreamArgs) -> Result<()> {
         Some(window) => {
             let mut live = LiveOptions::new(store);
             live.window = window;
+            live.busy_share = args.analysis_share;
             if let Some(command) = &args.on_incident {
                 whyslow_analyzers::live::hook::argv(command).map_err(Error::usage)?;
             }

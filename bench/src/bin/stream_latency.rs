@@ -70,6 +70,10 @@ struct Args {
     /// Print every incident's latencies.
     #[arg(long)]
     verbose: bool,
+    /// The most of the wall time the live analyzer spends analyzing (`whyslow stream
+    /// --analysis-share`; 1: back to back).
+    #[arg(long, default_value_t = whyslow_analyzers::live::runner::DEFAULT_BUSY_SHARE)]
+    analysis_share: f64,
 }
 
 /// What one scenario gave.
@@ -134,6 +138,7 @@ fn main() -> Result<()> {
             &format!("{tag}-{i}"),
             flush,
             Pace::of(&args),
+            args.analysis_share,
         )?;
         if args.verbose {
             for i in &run.incidents {
@@ -211,6 +216,7 @@ fn run_scenario(
     prefix: &str,
     flush: Duration,
     pace: Pace,
+    analysis_share: f64,
 ) -> Result<Run> {
     let name = dir
         .file_name()
@@ -238,6 +244,7 @@ fn run_scenario(
     let metrics = LiveMetrics::default();
     let mut live = LiveOptions::new(store.to_path_buf());
     live.metrics = metrics.clone();
+    live.busy_share = analysis_share;
     live.publisher = Some(IncidentPublisher::new(brokers, &incidents_topic, &[])?);
     let analyzer = LiveAnalyzer::start(live)?;
 
