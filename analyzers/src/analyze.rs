@@ -169,7 +169,7 @@ pub async fn analyze(
     let saves = read_saves(ctx, &params).await?;
     clock.lap("saves");
     let serving_workloads = serving::read_serving_workloads(ctx, &params).await?;
-    let (serving_series, serving_replicas) = serving::read_serving_series(ctx, &params).await?;
+    let serving = serving::read_serving_series(ctx, &params).await?;
     clock.lap("serving series");
 
     let mut found: Vec<Symptom> = Vec::new();
@@ -324,7 +324,22 @@ pub async fn analyze(
         }
     }
     clock.lap("detect: pending");
-    found.extend(serving::detect_latency(&serving_series, cfg, horizon));
+    for (mut s, pod) in serving::detect_latency(&serving, cfg, horizon) {
+        // One replica stood out: the node it ran on is the slowdown's focus.
+        if let Some(pod) = pod {
+            s.gpu = placements
+                .iter()
+                .find(|p| {
+                    p.pod.as_deref() == Some(pod.as_str())
+                        && p.namespace == s.key.namespace
+                        && p.workload == s.key.workload
+                        && p.since <= s.end_ns
+                        && p.until >= s.start_ns
+                })
+                .map(|p| (p.node.clone(), None));
+        }
+        found.push(s);
+    }
     found.retain(|s| sel.wants(&s.key) && s.lost_seconds >= cfg.min_lost_seconds);
     found.sort_by(|a, b| {
         (a.start_ns, &a.key, a.kind, a.rank).cmp(&(b.start_ns, &b.key, b.kind, b.rank))
@@ -385,7 +400,7 @@ pub async fn analyze(
         let (nodes, mut pods) = nodes_and_pods(&id, &scope);
         if pods.is_empty() {
             let workload = (s.key.namespace.clone(), s.key.workload.clone());
-            pods = serving::replicas_during(&serving_replicas, &workload, s.start_ns, s.end_ns);
+            pods = serving::replicas_during(&serving.replicas, &workload, s.start_ns, s.end_ns);
         }
         findings.push(Finding {
             slowdown_id: id,

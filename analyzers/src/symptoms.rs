@@ -10,6 +10,7 @@ pub mod pace;
 pub mod pending;
 pub mod progress;
 pub mod regression;
+pub mod replica_latency;
 pub mod restore;
 pub mod run;
 pub mod save_cadence;

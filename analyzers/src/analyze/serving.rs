@@ -10,9 +10,10 @@ use super::read::Params;
 use crate::Result;
 use crate::columns::Columns;
 use crate::sql::{self, symptoms as q};
+use crate::symptoms::replica_latency::{self, ReplicaRun};
 use crate::symptoms::serving::{Combine, ReplicaSample, combine};
 use crate::symptoms::{
-    DetectorConfig, Point, Symptom, WorkloadKey, WorkloadName, latency, mixture,
+    DetectorConfig, Point, Symptom, SymptomKind, WorkloadKey, WorkloadName, latency, mixture,
 };
 
 /// The buckets of `symptoms/serving_series.sql`.
@@ -38,14 +39,18 @@ pub async fn read_serving_workloads(
 /// first and last bucket it reported in.
 pub type Replicas = BTreeMap<WorkloadName, BTreeMap<String, (i64, i64)>>;
 
-/// Each serving workload's series (whyslow names), its replicas combined; and the replicas.
-pub async fn read_serving_series(
-    ctx: &SessionContext,
-    params: &Params,
-) -> Result<(
-    BTreeMap<WorkloadName, BTreeMap<String, Vec<Point>>>,
-    Replicas,
-)> {
+/// What the serving engines reported inside the window.
+#[derive(Debug, Default)]
+pub struct ServingSeries {
+    /// Each serving workload's series (whyslow names), its replicas combined.
+    pub combined: BTreeMap<WorkloadName, BTreeMap<String, Vec<Point>>>,
+    /// Each workload's latency p95 series (engine names) per replica (pod).
+    pub by_replica: BTreeMap<WorkloadName, BTreeMap<String, BTreeMap<String, Vec<Point>>>>,
+    pub replicas: Replicas,
+}
+
+/// Each serving workload's series, combined and per replica; and the replicas.
+pub async fn read_serving_series(ctx: &SessionContext, params: &Params) -> Result<ServingSeries> {
     let mut rows: BTreeMap<WorkloadName, BTreeMap<String, Vec<ReplicaSample>>> = BTreeMap::new();
     let mut replicas = Replicas::new();
     let file = q::SERVING_SERIES.path;
@@ -81,11 +86,42 @@ pub async fn read_serving_series(
                 });
         }
     }
-    let series = rows
+    let by_replica = rows
+        .iter()
+        .map(|(wk, metrics)| (wk.clone(), latency_by_replica(metrics)))
+        .filter(|(_, m)| !m.is_empty())
+        .collect();
+    let combined = rows
         .into_iter()
         .map(|(wk, metrics)| (wk, combine_replicas(&metrics)))
         .collect();
-    Ok((series, replicas))
+    Ok(ServingSeries {
+        combined,
+        by_replica,
+        replicas,
+    })
+}
+
+/// Each latency p95 the engines report (`latency::LATENCIES`), per replica.
+fn latency_by_replica(
+    metrics: &BTreeMap<String, Vec<ReplicaSample>>,
+) -> BTreeMap<String, BTreeMap<String, Vec<Point>>> {
+    let mut out: BTreeMap<String, BTreeMap<String, Vec<Point>>> = BTreeMap::new();
+    for (engine, _) in latency::LATENCIES {
+        for r in metrics.get(engine).into_iter().flatten() {
+            let Some(pod) = &r.pod else { continue };
+            out.entry(engine.to_string())
+                .or_default()
+                .entry(pod.clone())
+                .or_default()
+                .push(Point {
+                    time_ns: r.time_ns,
+                    step: None,
+                    value: r.value,
+                });
+        }
+    }
+    out
 }
 
 /// The replicas of `workload` that reported in `[start_ns, end_ns]` (a bucket starting up
@@ -138,20 +174,351 @@ fn combine_replicas(
     out
 }
 
-/// The latency regressions of every serving workload.
+/// The latency regressions of every serving workload: those of its pooled latency
+/// (`latency.rs`) and those of one replica against its peers (`replica_latency.rs`), one
+/// slowdown where they overlap. Each comes with the replica it concerns where one alone
+/// stood out: a pooled regression that one replica's began earlier starts then.
 pub fn detect_latency(
-    series: &BTreeMap<WorkloadName, BTreeMap<String, Vec<Point>>>,
+    serving: &ServingSeries,
     cfg: &DetectorConfig,
     horizon: i64,
-) -> Vec<Symptom> {
+) -> Vec<(Symptom, Option<String>)> {
     let mut out = Vec::new();
-    for (wk, s) in series {
+    for (wk, s) in &serving.combined {
         let key = WorkloadKey {
             namespace: wk.0.clone(),
             workload: wk.1.clone(),
             run_id: None,
         };
-        out.extend(latency::detect(&key, s, SERVING_BUCKET_NS, cfg, horizon));
+        let pooled = latency::detect(&key, s, SERVING_BUCKET_NS, cfg, horizon);
+        let by_replica = serving.by_replica.get(wk);
+        let episodes = by_replica.map(|m| episodes(m, cfg)).unwrap_or_default();
+        out.extend(merge(&key, pooled, episodes, by_replica, cfg, horizon));
     }
     out
+}
+
+/// How soon after a pooled regression's onset a replica's may begin and still have led it
+/// (the two are smoothed differently).
+const LEAD_NS: i64 = 2 * SERVING_BUCKET_NS;
+
+/// The time one replica stood above its peers, over every latency that showed it.
+#[derive(Debug, Clone, PartialEq)]
+struct Episode {
+    /// The latency that rose most (whyslow name), and the engine series it was read from.
+    metric: &'static str,
+    engine: &'static str,
+    run: ReplicaRun,
+}
+
+/// Each replica's runs above its peers, those of different latencies that overlap
+/// merged into one, named by the latency that rose most.
+fn episodes(
+    by_replica: &BTreeMap<String, BTreeMap<String, Vec<Point>>>,
+    cfg: &DetectorConfig,
+) -> Vec<Episode> {
+    let mut all: Vec<Episode> = Vec::new();
+    let mut named: Vec<&str> = Vec::new();
+    for (engine, name) in latency::LATENCIES {
+        let Some(pods) = by_replica.get(engine) else {
+            continue;
+        };
+        if named.contains(&name) {
+            continue;
+        }
+        named.push(name);
+        all.extend(
+            replica_latency::detect(pods, SERVING_BUCKET_NS, cfg)
+                .into_iter()
+                .map(|run| Episode {
+                    metric: name,
+                    engine,
+                    run,
+                }),
+        );
+    }
+    all.sort_by(|a, b| {
+        (&a.run.pod, a.run.start_ns, a.metric).cmp(&(&b.run.pod, b.run.start_ns, b.metric))
+    });
+    let mut merged: Vec<Episode> = Vec::new();
+    for e in all {
+        match merged.last_mut() {
+            Some(m) if m.run.pod == e.run.pod && e.run.start_ns <= m.run.end_ns => {
+                let mut above = std::mem::take(&mut m.run.above);
+                above.extend(e.run.above.iter().copied());
+                above.sort_unstable();
+                above.dedup();
+                let end_ns = m.run.end_ns.max(e.run.end_ns);
+                if e.run.observed / e.run.baseline > m.run.observed / m.run.baseline {
+                    m.metric = e.metric;
+                    m.engine = e.engine;
+                    m.run.baseline = e.run.baseline;
+                    m.run.observed = e.run.observed;
+                }
+                m.run.above = above;
+                m.run.end_ns = end_ns;
+            }
+            _ => merged.push(e),
+        }
+    }
+    merged.sort_by(|a, b| (a.run.start_ns, &a.run.pod).cmp(&(b.run.start_ns, &b.run.pod)));
+    merged
+}
+
+/// The pooled regressions with the replica episodes that overlap them (an earlier start,
+/// the replica concerned where one alone), then the episodes no pooled regression saw,
+/// those that overlap one slowdown.
+fn merge(
+    key: &WorkloadKey,
+    pooled: Vec<Symptom>,
+    episodes: Vec<Episode>,
+    by_replica: Option<&BTreeMap<String, BTreeMap<String, Vec<Point>>>>,
+    cfg: &DetectorConfig,
+    horizon: i64,
+) -> Vec<(Symptom, Option<String>)> {
+    let overlaps =
+        |e: &Episode, start: i64, end: i64| e.run.start_ns <= end && start <= e.run.end_ns;
+    let mut used = vec![false; episodes.len()];
+    let mut out = Vec::new();
+    for mut s in pooled {
+        let mine: Vec<usize> = (0..episodes.len())
+            .filter(|&i| overlaps(&episodes[i], s.start_ns, s.end_ns))
+            .collect();
+        for &i in &mine {
+            used[i] = true;
+        }
+        // The replica is where the slowdown is when its own rise led the workload's
+        // (began by the pooled onset) while its peers kept their latency. One that rose
+        // most when every replica rose (a surge, a full cache), or only after the
+        // workload had slowed, is not: the whole workload is.
+        let led = mine
+            .iter()
+            .map(|&i| &episodes[i])
+            .min_by_key(|e| e.run.start_ns)
+            .is_some_and(|e| e.run.start_ns <= s.start_ns + LEAD_NS && alone(e, cfg));
+        if !led {
+            out.push((s, None));
+            continue;
+        }
+        let pod = sole_pod(mine.iter().map(|&i| &episodes[i]));
+        if let Some(start) = mine.iter().map(|&i| episodes[i].run.start_ns).min()
+            && start < s.start_ns
+        {
+            // The minutes the replica was slow before the pooled latency showed it.
+            let earlier: BTreeSet<i64> = mine
+                .iter()
+                .flat_map(|&i| episodes[i].run.above.iter().copied())
+                .filter(|t| *t < s.start_ns)
+                .collect();
+            s.lost_seconds += earlier.len() as f64 * SERVING_BUCKET_NS as f64 / 1e9;
+            s.start_ns = start;
+        }
+        out.push((s, pod));
+    }
+    // Episodes alone: one slowdown per time, however many replicas it concerns.
+    let mut groups: Vec<Vec<&Episode>> = Vec::new();
+    for (e, _) in episodes.iter().zip(&used).filter(|(_, u)| !**u) {
+        match groups.last_mut() {
+            Some(g) if g.iter().any(|o| e.run.start_ns <= o.run.end_ns) => g.push(e),
+            _ => groups.push(vec![e]),
+        }
+    }
+    for g in groups {
+        let Some(lead) = g.iter().copied().max_by(|a, b| {
+            (a.run.observed / a.run.baseline)
+                .total_cmp(&(b.run.observed / b.run.baseline))
+                .then(b.run.pod.cmp(&a.run.pod))
+        }) else {
+            continue;
+        };
+        let start_ns = g
+            .iter()
+            .map(|e| e.run.start_ns)
+            .min()
+            .unwrap_or(lead.run.start_ns);
+        let end_ns = g
+            .iter()
+            .map(|e| e.run.end_ns)
+            .max()
+            .unwrap_or(lead.run.end_ns);
+        let above: BTreeSet<i64> = g.iter().flat_map(|e| e.run.above.iter().copied()).collect();
+        let plot = by_replica
+            .and_then(|m| m.get(lead.engine))
+            .and_then(|pods| pods.get(&lead.run.pod))
+            .map(|pts| latency::plot_around(pts, start_ns, end_ns))
+            .unwrap_or_default();
+        let symptom = Symptom {
+            key: key.clone(),
+            kind: SymptomKind::LatencyRegression,
+            start_ns,
+            end_ns: end_ns.min(horizon.max(start_ns)),
+            ongoing: end_ns + 2 * SERVING_BUCKET_NS >= horizon,
+            lost_seconds: above.len() as f64 * SERVING_BUCKET_NS as f64 / 1e9,
+            baseline: Some(lead.run.baseline),
+            observed: Some(lead.run.observed),
+            metric: Some(lead.metric.to_string()),
+            rank: None,
+            plot,
+            restored: false,
+            gpu: None,
+        };
+        out.push((symptom, sole_pod(g.into_iter())));
+    }
+    out
+}
+
+/// Whether the replica slowed while its peers did not, or less than it stood above them
+/// (the peers' rise within the relative floor of a regression, or below the replica's
+/// excess over them).
+fn alone(e: &Episode, cfg: &DetectorConfig) -> bool {
+    let excess = e.run.observed / e.run.baseline;
+    e.run
+        .peers_rise
+        .is_none_or(|r| r <= (1.0 + cfg.latency_min_rel).max(excess))
+}
+
+/// The replica the episodes concern, where they concern one.
+fn sole_pod<'a>(mut episodes: impl Iterator<Item = &'a Episode>) -> Option<String> {
+    let first = episodes.next()?.run.pod.clone();
+    episodes.all(|e| e.run.pod == first).then_some(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const M: i64 = SERVING_BUCKET_NS;
+
+    fn key() -> WorkloadKey {
+        WorkloadKey {
+            namespace: Some("serve".into()),
+            workload: Some("chat".into()),
+            run_id: None,
+        }
+    }
+
+    fn pooled(start: i64, end: i64) -> Symptom {
+        Symptom {
+            key: key(),
+            kind: SymptomKind::LatencyRegression,
+            start_ns: start * M,
+            end_ns: end * M,
+            ongoing: false,
+            lost_seconds: (end - start) as f64 * 60.0,
+            baseline: Some(0.2),
+            observed: Some(0.3),
+            metric: Some("ttft_seconds".into()),
+            rank: None,
+            plot: Vec::new(),
+            restored: false,
+            gpu: None,
+        }
+    }
+
+    fn episode(pod: &str, start: i64, end: i64) -> Episode {
+        Episode {
+            metric: "ttft_seconds",
+            engine: "ttft_seconds_p95",
+            run: ReplicaRun {
+                pod: pod.into(),
+                start_ns: start * M,
+                end_ns: end * M,
+                above: (start..end).map(|i| i * M).collect(),
+                baseline: 0.2,
+                observed: 0.36,
+                peers_rise: Some(1.02),
+            },
+        }
+    }
+
+    #[test]
+    fn a_replica_slow_before_the_pooled_latency_showed_it_moves_the_onset() {
+        let out = merge(
+            &key(),
+            vec![pooled(80, 100)],
+            vec![episode("chat-2", 64, 100)],
+            None,
+            &DetectorConfig::default(),
+            200 * M,
+        );
+        assert_eq!(out.len(), 1, "{out:?}");
+        let (s, pod) = &out[0];
+        assert_eq!((s.start_ns, s.end_ns), (64 * M, 100 * M));
+        // The pooled 20 minutes and the replica's 16 before them.
+        assert_eq!(s.lost_seconds, 36.0 * 60.0);
+        assert_eq!(pod.as_deref(), Some("chat-2"));
+    }
+
+    #[test]
+    fn replicas_alone_are_one_slowdown_per_time_named_by_the_one_that_rose_most() {
+        let mut worse = episode("chat-1", 30, 50);
+        worse.run.observed = 0.5;
+        let out = merge(
+            &key(),
+            Vec::new(),
+            vec![
+                episode("chat-0", 20, 40),
+                worse,
+                episode("chat-0", 120, 140),
+            ],
+            None,
+            &DetectorConfig::default(),
+            200 * M,
+        );
+        assert_eq!(out.len(), 2, "{out:?}");
+        let (s, pod) = &out[0];
+        assert_eq!((s.start_ns, s.end_ns), (20 * M, 50 * M));
+        assert_eq!(s.lost_seconds, 30.0 * 60.0);
+        assert_eq!((s.baseline, s.observed), (Some(0.2), Some(0.5)));
+        assert_eq!(*pod, None, "two replicas: no one focus");
+        let (s, pod) = &out[1];
+        assert_eq!((s.start_ns, s.end_ns), (120 * M, 140 * M));
+        assert_eq!(pod.as_deref(), Some("chat-0"));
+        assert!(!s.ongoing);
+    }
+
+    #[test]
+    fn a_replica_that_rose_most_in_a_surge_of_all_names_none() {
+        let mut most = episode("chat-2", 64, 100);
+        most.run.peers_rise = Some(2.5); // above the replica's 1.8 over its peers
+        let out = merge(
+            &key(),
+            vec![pooled(80, 100)],
+            vec![most],
+            None,
+            &DetectorConfig::default(),
+            200 * M,
+        );
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!((out[0].0.start_ns, out[0].1.clone()), (80 * M, None));
+    }
+
+    #[test]
+    fn a_replica_that_slowed_after_the_workload_did_names_none() {
+        let out = merge(
+            &key(),
+            vec![pooled(80, 100)],
+            vec![episode("chat-2", 90, 100)],
+            None,
+            &DetectorConfig::default(),
+            200 * M,
+        );
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!((out[0].0.start_ns, out[0].1.clone()), (80 * M, None));
+    }
+
+    #[test]
+    fn a_pooled_regression_of_every_replica_names_none() {
+        let out = merge(
+            &key(),
+            vec![pooled(80, 100)],
+            vec![episode("chat-0", 82, 100), episode("chat-1", 85, 95)],
+            None,
+            &DetectorConfig::default(),
+            200 * M,
+        );
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].0.start_ns, out[0].1.clone()), (80 * M, None));
+        assert_eq!(out[0].0.lost_seconds, 20.0 * 60.0);
+    }
 }

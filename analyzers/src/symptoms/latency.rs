@@ -41,7 +41,7 @@ pub const LOADS: [&str; 4] = [
 /// The fewest points the load relation is fitted on, and the fewest ordinary points a
 /// regression is measured against.
 const MIN_FIT: usize = 12;
-const MIN_ORDINARY: usize = 10;
+pub(super) const MIN_ORDINARY: usize = 10;
 /// Pairs of points closer in load than this (in ln) say nothing about the slope.
 const MIN_PAIR_SPREAD: f64 = 0.1;
 /// The load spread (10th to 90th percentile, in ln) below which the load is taken as
@@ -161,15 +161,7 @@ fn excess(
     cfg: &DetectorConfig,
 ) -> Option<(Vec<Vec<usize>>, f64)> {
     let raw: Vec<f64> = pts.iter().map(|(_, x, z)| x - f.expected(*z)).collect();
-    // A minute's p95 of few requests is noisy: each point is read as the median of the
-    // five around it (a step keeps its place; a lone spike goes).
-    let resid: Vec<f64> = (0..raw.len())
-        .map(|i| {
-            let lo = i.saturating_sub(SMOOTH / 2);
-            let hi = (i + SMOOTH / 2 + 1).min(raw.len());
-            median(&raw[lo..hi]).unwrap_or(raw[i])
-        })
-        .collect();
+    let resid = smoothed(&raw);
     let reference: Vec<f64> = match quiet {
         Some(q) if q.iter().filter(|q| **q).count() >= MIN_ORDINARY => resid
             .iter()
@@ -180,27 +172,56 @@ fn excess(
         _ => resid.clone(),
     };
     let centre = median(&reference).unwrap_or(0.0);
-    // The noise from one minute to the next (a long incident or a daily cycle shifts the
-    // level, not the differences), as the smoothed series carries it.
-    let steps: Vec<f64> = raw.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
-    let minute_noise = 1.4826 * median(&steps).unwrap_or(0.0) / std::f64::consts::SQRT_2;
-    let noise = (SMOOTHED_NOISE * minute_noise).max(MIN_NOISE);
-    let threshold = (1.0 + cfg.latency_min_rel)
-        .ln()
-        .max(cfg.latency_noise_k * noise);
+    let threshold = threshold(&raw, cfg);
     let above: Vec<bool> = resid.iter().map(|r| r - centre > threshold).collect();
     if above.iter().filter(|a| !**a).count() < MIN_ORDINARY {
         return None;
     }
-    // Runs of points above; a dip back shorter than a sustained regression (or a few
-    // missing buckets) does not end one: the workload stayed slower.
+    let times: Vec<i64> = pts.iter().map(|p| p.0).collect();
+    Some((sustained(&times, &above, bucket_ns, cfg), centre))
+}
+
+/// A minute's p95 of few requests is noisy: each point of `raw` read as the median of the
+/// five around it (a step keeps its place; a lone spike goes).
+pub(super) fn smoothed(raw: &[f64]) -> Vec<f64> {
+    (0..raw.len())
+        .map(|i| {
+            let lo = i.saturating_sub(SMOOTH / 2);
+            let hi = (i + SMOOTH / 2 + 1).min(raw.len());
+            median(&raw[lo..hi]).unwrap_or(raw[i])
+        })
+        .collect()
+}
+
+/// How far (in ln) a smoothed point of `raw` must stand above its centre to count: the
+/// relative floor, or the noise from one minute to the next (a long incident or a daily
+/// cycle shifts the level, not the differences) as the smoothed series carries it, times
+/// `latency_noise_k`.
+pub(super) fn threshold(raw: &[f64], cfg: &DetectorConfig) -> f64 {
+    let steps: Vec<f64> = raw.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
+    let minute_noise = 1.4826 * median(&steps).unwrap_or(0.0) / std::f64::consts::SQRT_2;
+    let noise = (SMOOTHED_NOISE * minute_noise).max(MIN_NOISE);
+    (1.0 + cfg.latency_min_rel)
+        .ln()
+        .max(cfg.latency_noise_k * noise)
+}
+
+/// The sustained runs of the points `above` (indices into `times`, ascending): a dip back
+/// shorter than a sustained regression (or a few missing buckets) does not end one (the
+/// workload stayed slower); a run lasts three points and `latency_min_seconds` at least.
+pub(super) fn sustained(
+    times: &[i64],
+    above: &[bool],
+    bucket_ns: i64,
+    cfg: &DetectorConfig,
+) -> Vec<Vec<usize>> {
     let bridge = ((cfg.latency_min_seconds * 1e9) as i64).max(3 * bucket_ns);
     let mut groups: Vec<Vec<usize>> = Vec::new();
-    for i in (0..pts.len()).filter(|&i| above[i]) {
+    for i in (0..times.len()).filter(|&i| above[i]) {
         match groups.last_mut() {
             Some(g)
                 if g.last()
-                    .is_some_and(|&last| pts[i].0 - pts[last].0 <= bridge) =>
+                    .is_some_and(|&last| times[i] - times[last] <= bridge) =>
             {
                 g.push(i)
             }
@@ -211,10 +232,10 @@ fn excess(
         let (Some(&first), Some(&last)) = (g.first(), g.last()) else {
             return false;
         };
-        let span = (pts[last].0 + bucket_ns - pts[first].0) as f64;
+        let span = (times[last] + bucket_ns - times[first]) as f64;
         g.len() >= 3 && span >= cfg.latency_min_seconds * 1e9
     });
-    Some((groups, centre))
+    groups
 }
 
 /// The regressions of one latency series, `latency` and `load` one point per bucket of
@@ -355,17 +376,7 @@ pub fn detect(
             .map(|(e, _)| *e);
         let plot = engine
             .and_then(|e| series.get(e))
-            .map(|pts| {
-                let near: Vec<Point> = pts
-                    .iter()
-                    .filter(|p| {
-                        p.time_ns >= start_ns - 3_600_000_000_000
-                            && p.time_ns <= end_ns + 1_800_000_000_000
-                    })
-                    .copied()
-                    .collect();
-                plot_of(&near, 400)
-            })
+            .map(|pts| plot_around(pts, start_ns, end_ns))
             .unwrap_or_default();
         out.push(Symptom {
             key: key.clone(),
@@ -384,6 +395,18 @@ pub fn detect(
         });
     }
     out
+}
+
+/// A latency's plot around a regression: from an hour before to half an hour after.
+pub fn plot_around(pts: &[Point], start_ns: i64, end_ns: i64) -> Vec<(i64, f64)> {
+    let near: Vec<Point> = pts
+        .iter()
+        .filter(|p| {
+            p.time_ns >= start_ns - 3_600_000_000_000 && p.time_ns <= end_ns + 1_800_000_000_000
+        })
+        .copied()
+        .collect();
+    plot_of(&near, 400)
 }
 
 #[cfg(test)]
