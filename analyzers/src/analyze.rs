@@ -365,6 +365,12 @@ pub async fn analyze(
             onset_from_ns: s.start_ns - LOOKBACK_NS,
             baseline: s.baseline,
             observed: s.observed,
+            unplaced: !placements.iter().any(|p| {
+                p.namespace == s.key.namespace
+                    && p.workload == s.key.workload
+                    && p.since <= s.start_ns
+                    && p.until >= s.start_ns - LOOKBACK_NS
+            }),
         });
         scope.extend(scope_of(&id, s, &placements, &series));
         ids.push(id);

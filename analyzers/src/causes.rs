@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, Float64Builder, Int32Builder, RecordBatch, StringBuilder, TimestampMicrosecondBuilder,
+    ArrayRef, BooleanBuilder, Float64Builder, Int32Builder, RecordBatch, StringBuilder,
+    TimestampMicrosecondBuilder,
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::prelude::SessionContext;
@@ -71,6 +72,10 @@ pub struct SymptomRow {
     pub onset_from_ns: i64,
     pub baseline: Option<f64>,
     pub observed: Option<f64>,
+    /// Nothing says where the workload ran at the onset (its pods placed before the data
+    /// begins, scrapes without pod labels): the rules of failures that kill a job then
+    /// also weigh the cluster's, at the onset (`symptom_events.s_unplaced`).
+    pub unplaced: bool,
 }
 
 /// A node (and GPU, pod) in a symptom's scope (the `symptom_scope` table).
@@ -127,6 +132,7 @@ pub fn symptoms_schema() -> SchemaRef {
         t("onset_from"),
         Field::new("baseline", DataType::Float64, true),
         Field::new("observed", DataType::Float64, true),
+        Field::new("unplaced", DataType::Boolean, true),
     ]))
 }
 
@@ -142,6 +148,7 @@ pub async fn register(
     let mut rank = Int32Builder::new();
     let mut times: Vec<TimestampMicrosecondBuilder> = (0..3).map(|_| timestamp_builder()).collect();
     let mut floats: Vec<Float64Builder> = (0..2).map(|_| Float64Builder::new()).collect();
+    let mut unplaced = BooleanBuilder::new();
     for r in symptoms {
         let vals = [
             Some(r.slowdown_id.as_str()),
@@ -163,6 +170,7 @@ pub async fn register(
         }
         floats[0].append_option(r.baseline);
         floats[1].append_option(r.observed);
+        unplaced.append_value(r.unplaced);
     }
     let mut cols: Vec<ArrayRef> = text
         .iter_mut()
@@ -171,6 +179,7 @@ pub async fn register(
     cols.push(Arc::new(rank.finish()));
     cols.extend(times.iter_mut().map(|b| Arc::new(b.finish()) as ArrayRef));
     cols.extend(floats.iter_mut().map(|b| Arc::new(b.finish()) as ArrayRef));
+    cols.push(Arc::new(unplaced.finish()));
     let batch = RecordBatch::try_new(schema.clone(), cols).map_err(arrow_err("symptoms"))?;
     sql::replace_table(ctx, "symptoms", schema, vec![batch])?;
 

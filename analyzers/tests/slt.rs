@@ -21,8 +21,8 @@
 //! - `\symptoms QUERY` — the rows of QUERY are the symptoms the cause rules explain, with
 //!   the columns of the analyzers' `symptoms` table (`slowdown_id`, `namespace`,
 //!   `workload`, `run_id`, `kind`, `metric`, `rank`, `start`, `end`, `onset_from`,
-//!   `baseline`, `observed`; `onset_from` defaults to 15 minutes before `start`, as the
-//!   analyzer sets it). `\scope QUERY` gives their `symptom_scope` (`slowdown_id`, `node`,
+//!   `baseline`, `observed`, `unplaced`; `onset_from` defaults to 15 minutes before
+//!   `start`, as the analyzer sets it, and `unplaced` to false). `\scope QUERY` gives their `symptom_scope` (`slowdown_id`, `node`,
 //!   `device`, `pod`, `level` = `focus` or `workload`). Both are registered as the
 //!   analyzer registers them (`causes::register`), which also creates the views the rules
 //!   read (`repeat_compiles`, `symptom_events`, `symptom_throttle_shares`,
@@ -278,6 +278,8 @@ fn symptom_rows(b: &RecordBatch) -> Result<Vec<SymptomRow>> {
             onset_from_ns: ts(9, r),
             baseline: float(10, r),
             observed: float(11, r),
+            // Not given: the workload's placement is known.
+            unplaced: c(12).as_boolean().value(r) && c(12).is_valid(r),
         });
     }
     Ok(out)

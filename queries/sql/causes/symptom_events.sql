@@ -9,12 +9,14 @@
 -- it ends (an NCCL watchdog's "ran for N milliseconds", a hung task "blocked for more
 -- than N seconds", an image "pulled in 11m15s", a checkpoint saved or restored "in N s", a compilation finished "in N sec"),
 -- so they are dated back by it; `logged_time` is the time the source gave.
--- `symptoms` and `symptom_scope` are registered by the analyzer before the rules run.
+-- `symptoms` and `symptom_scope` are registered by the analyzer before the rules run;
+-- `s_unplaced` says nothing placed the workload at the onset (the hardware it ran on
+-- then is nowhere in its scope).
 -- (Aliases are long on purpose: DataFusion 55 trips over a rule's alias that repeats one
 -- of this view's when it pushes map lookups down.)
 CREATE OR REPLACE VIEW symptom_events AS
 SELECT sym.slowdown_id, sym.kind AS symptom_kind, sym.start AS onset, sym."end" AS symptom_end,
-  sym.namespace AS s_namespace, sym.workload AS s_workload,
+  sym.namespace AS s_namespace, sym.workload AS s_workload, sym.unplaced AS s_unplaced,
   CASE WHEN evt.duration_seconds > 0
     THEN arrow_cast(to_timestamp_nanos(epoch_ns(evt.time)
            - CAST(evt.duration_seconds * 1e9 AS BIGINT)), 'Timestamp(Microsecond, Some("UTC"))')
