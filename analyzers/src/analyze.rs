@@ -330,11 +330,7 @@ pub async fn analyze(
             s.gpu = placements
                 .iter()
                 .find(|p| {
-                    p.pod.as_deref() == Some(pod.as_str())
-                        && p.namespace == s.key.namespace
-                        && p.workload == s.key.workload
-                        && p.since <= s.end_ns
-                        && p.until >= s.start_ns
+                    p.pod.as_deref() == Some(pod.as_str()) && p.holds(&s.key, s.start_ns, s.end_ns)
                 })
                 .map(|p| (p.node.clone(), None));
         }
@@ -365,12 +361,9 @@ pub async fn analyze(
             onset_from_ns: s.start_ns - LOOKBACK_NS,
             baseline: s.baseline,
             observed: s.observed,
-            unplaced: !placements.iter().any(|p| {
-                p.namespace == s.key.namespace
-                    && p.workload == s.key.workload
-                    && p.since <= s.start_ns
-                    && p.until >= s.start_ns - LOOKBACK_NS
-            }),
+            unplaced: !placements
+                .iter()
+                .any(|p| p.holds(&s.key, s.start_ns - LOOKBACK_NS, s.start_ns)),
         });
         scope.extend(scope_of(&id, s, &placements, &series));
         ids.push(id);
@@ -554,11 +547,7 @@ fn scope_of(
         })
     });
     for p in placements {
-        if p.namespace != s.key.namespace
-            || p.workload != s.key.workload
-            || p.since > s.end_ns
-            || p.until < from
-        {
+        if !p.holds(&s.key, from, s.end_ns) {
             continue;
         }
         let level = match &focus {
@@ -610,6 +599,16 @@ pub struct Placement {
     pub device: Option<String>,
     pub since: i64,
     pub until: i64,
+}
+
+impl Placement {
+    /// Whether this is a placement of `key`'s workload at some time in `[from, to]`.
+    fn holds(&self, key: &WorkloadKey, from: i64, to: i64) -> bool {
+        self.namespace == key.namespace
+            && self.workload == key.workload
+            && self.since <= to
+            && self.until >= from
+    }
 }
 
 #[cfg(test)]
