@@ -267,7 +267,7 @@ fn episodes(
 
 /// The pooled regressions with the replica episodes that overlap them (an earlier start,
 /// the replica concerned where one alone), then the episodes no pooled regression saw,
-/// those that overlap one slowdown.
+/// those that overlap one slowdown, where they last twice the sustained time.
 fn merge(
     key: &WorkloadKey,
     pooled: Vec<Symptom>,
@@ -324,6 +324,13 @@ fn merge(
         }
     }
     for g in groups {
+        // One replica's minutes, unconfirmed by the pooled latency, are a weaker sign: a
+        // slowdown of their own must last twice the sustained time.
+        let span = g.iter().map(|e| e.run.end_ns).max().unwrap_or(0)
+            - g.iter().map(|e| e.run.start_ns).min().unwrap_or(0);
+        if (span as f64) < 2.0 * cfg.latency_min_seconds * 1e9 {
+            continue;
+        }
         let Some(lead) = g.iter().copied().max_by(|a, b| {
             (a.run.observed / a.run.baseline)
                 .total_cmp(&(b.run.observed / b.run.baseline))
@@ -460,6 +467,9 @@ mod tests {
                 episode("chat-0", 20, 40),
                 worse,
                 episode("chat-0", 120, 140),
+                // Unconfirmed by the pooled latency and shorter than twice the sustained
+                // time (5 min): not a slowdown.
+                episode("chat-1", 160, 166),
             ],
             None,
             &DetectorConfig::default(),
