@@ -422,6 +422,19 @@ mod tests {
         }
     }
 
+    /// The merge of `pooled` and `episodes` of one workload, default thresholds, 200
+    /// minutes of data.
+    fn merged(pooled: Vec<Symptom>, episodes: Vec<Episode>) -> Vec<(Symptom, Option<String>)> {
+        merge(
+            &key(),
+            pooled,
+            episodes,
+            None,
+            &DetectorConfig::default(),
+            200 * M,
+        )
+    }
+
     fn episode(pod: &str, start: i64, end: i64) -> Episode {
         Episode {
             metric: "ttft_seconds",
@@ -440,14 +453,7 @@ mod tests {
 
     #[test]
     fn a_replica_slow_before_the_pooled_latency_showed_it_moves_the_onset() {
-        let out = merge(
-            &key(),
-            vec![pooled(80, 100)],
-            vec![episode("chat-2", 64, 100)],
-            None,
-            &DetectorConfig::default(),
-            200 * M,
-        );
+        let out = merged(vec![pooled(80, 100)], vec![episode("chat-2", 64, 100)]);
         assert_eq!(out.len(), 1, "{out:?}");
         let (s, pod) = &out[0];
         assert_eq!((s.start_ns, s.end_ns), (64 * M, 100 * M));
@@ -460,8 +466,7 @@ mod tests {
     fn replicas_alone_are_one_slowdown_per_time_named_by_the_one_that_rose_most() {
         let mut worse = episode("chat-1", 30, 50);
         worse.run.observed = 0.5;
-        let out = merge(
-            &key(),
+        let out = merged(
             Vec::new(),
             vec![
                 episode("chat-0", 20, 40),
@@ -471,9 +476,6 @@ mod tests {
                 // time (5 min): not a slowdown.
                 episode("chat-1", 160, 166),
             ],
-            None,
-            &DetectorConfig::default(),
-            200 * M,
         );
         assert_eq!(out.len(), 2, "{out:?}");
         let (s, pod) = &out[0];
@@ -491,41 +493,23 @@ mod tests {
     fn a_replica_that_rose_most_in_a_surge_of_all_names_none() {
         let mut most = episode("chat-2", 64, 100);
         most.run.peers_rise = Some(2.5); // above the replica's 1.8 over its peers
-        let out = merge(
-            &key(),
-            vec![pooled(80, 100)],
-            vec![most],
-            None,
-            &DetectorConfig::default(),
-            200 * M,
-        );
+        let out = merged(vec![pooled(80, 100)], vec![most]);
         assert_eq!(out.len(), 1, "{out:?}");
         assert_eq!((out[0].0.start_ns, out[0].1.clone()), (80 * M, None));
     }
 
     #[test]
     fn a_replica_that_slowed_after_the_workload_did_names_none() {
-        let out = merge(
-            &key(),
-            vec![pooled(80, 100)],
-            vec![episode("chat-2", 90, 100)],
-            None,
-            &DetectorConfig::default(),
-            200 * M,
-        );
+        let out = merged(vec![pooled(80, 100)], vec![episode("chat-2", 90, 100)]);
         assert_eq!(out.len(), 1, "{out:?}");
         assert_eq!((out[0].0.start_ns, out[0].1.clone()), (80 * M, None));
     }
 
     #[test]
     fn a_pooled_regression_of_every_replica_names_none() {
-        let out = merge(
-            &key(),
+        let out = merged(
             vec![pooled(80, 100)],
             vec![episode("chat-0", 82, 100), episode("chat-1", 85, 95)],
-            None,
-            &DetectorConfig::default(),
-            200 * M,
         );
         assert_eq!(out.len(), 1);
         assert_eq!((out[0].0.start_ns, out[0].1.clone()), (80 * M, None));
