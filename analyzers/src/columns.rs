@@ -1,17 +1,22 @@
 //! Reading query results by column name whatever the physical string, integer or time
-//! type DataFusion chose (Utf8 or Utf8View, Int32 or Int64, any timestamp unit).
+//! type DataFusion chose (Utf8, Utf8View or a dictionary of strings, Int32 or Int64, any
+//! timestamp unit).
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray, StringViewArray};
+use arrow::array::{
+    Array, ArrayRef, AsArray, DictionaryArray, RecordBatch, StringArray, StringViewArray,
+};
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, Float64Type, Int64Type, TimeUnit};
+use arrow::datatypes::{DataType, Float64Type, Int32Type, Int64Type, TimeUnit};
 
 use crate::{AnalyzeError, Result};
 
 /// A text column of a result batch (see [`Columns::texts`]): the batch's own array, in
-/// either of the string layouts DataFusion produces.
+/// one of the string layouts DataFusion or a segment scan produces.
 pub enum Texts {
     Utf8(StringArray),
     View(StringViewArray),
+    /// A dictionary of strings (`whyslow_queries::dictionary_scan`) and its values.
+    Dictionary(DictionaryArray<Int32Type>, StringArray),
 }
 
 impl Texts {
@@ -20,6 +25,10 @@ impl Texts {
         match self {
             Texts::Utf8(a) => a.is_valid(i).then(|| a.value(i)),
             Texts::View(a) => a.is_valid(i).then(|| a.value(i)),
+            Texts::Dictionary(d, values) => d.key(i).and_then(|k| {
+                // (Keys index the values: an array whose keys did not was never built.)
+                values.is_valid(k).then(|| values.value(k))
+            }),
         }
     }
 
@@ -28,6 +37,7 @@ impl Texts {
         match self {
             Texts::Utf8(a) => a.len(),
             Texts::View(a) => a.len(),
+            Texts::Dictionary(d, _) => d.len(),
         }
     }
 
@@ -83,6 +93,11 @@ impl<'a> Columns<'a> {
             match col.data_type() {
                 DataType::Utf8View => return Ok(Texts::View(col.as_string_view().clone())),
                 DataType::Utf8 => return Ok(Texts::Utf8(col.as_string::<i32>().clone())),
+                DataType::Dictionary(k, v) if **k == DataType::Int32 && **v == DataType::Utf8 => {
+                    let d = col.as_dictionary::<Int32Type>().clone();
+                    let values = d.values().as_string::<i32>().clone();
+                    return Ok(Texts::Dictionary(d, values));
+                }
                 _ => {}
             }
         }

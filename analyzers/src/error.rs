@@ -44,6 +44,13 @@ pub enum AnalyzeError {
         #[source]
         source: datafusion::error::DataFusionError,
     },
+    /// Reading a table's rows straight from the store's segments failed; names the
+    /// segment.
+    #[error("reading the store's segments failed: {source}")]
+    Segments {
+        #[source]
+        source: whyslow_queries::QueryError,
+    },
     /// A query returned columns of an unexpected shape; names the SQL file.
     #[error("SQL {file} returned an unexpected column '{column}': {detail}")]
     Shape {

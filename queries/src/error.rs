@@ -60,6 +60,15 @@ pub enum QueryError {
         root_line(.0)
     )]
     MemoryLimit(#[source] DataFusionError),
+    /// A stored segment could not be read straight from Parquet.
+    #[error("cannot read the segment {path}: {source}")]
+    Segment {
+        /// The segment's path or URL.
+        path: String,
+        /// Why.
+        #[source]
+        source: parquet::errors::ParquetError,
+    },
     /// A failure while executing the query (reading Parquet, computing).
     #[error("query failed: {0}")]
     Execution(#[source] DataFusionError),

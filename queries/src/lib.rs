@@ -11,6 +11,7 @@
 
 mod bounded_functions;
 pub mod dialect;
+pub mod dictionary_scan;
 pub mod embedded;
 pub mod error;
 pub mod gpu_functions;

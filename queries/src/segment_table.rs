@@ -59,6 +59,18 @@ impl SegmentTable {
             .filter(|s| range.overlaps(s.min_time_ns, s.max_time_ns))
             .collect()
     }
+
+    /// The segments that may hold rows with a time in [`from_ns`, `to_ns`].
+    pub fn segments_overlapping(&self, from_ns: i64, to_ns: i64) -> Vec<&Segment> {
+        let range = TimeRange {
+            lo: Some(from_ns),
+            hi: Some(to_ns),
+        };
+        self.segments
+            .iter()
+            .filter(|s| range.overlaps(s.min_time_ns, s.max_time_ns))
+            .collect()
+    }
 }
 
 /// The schema a table is read with: its own, with strings as `Utf8View` (the Parquet
@@ -80,7 +92,7 @@ fn read_schema(schema: &SchemaRef) -> SchemaRef {
 
 /// Where a segment is for DataFusion: the object store it is in (the local filesystem,
 /// or the bucket of an `s3://` or `gs://` URL) and its path there.
-fn locate(path: &std::path::Path) -> Result<(ObjectStoreUrl, ObjectPath)> {
+pub(crate) fn locate(path: &std::path::Path) -> Result<(ObjectStoreUrl, ObjectPath)> {
     let unusable = |e: &dyn std::fmt::Display| {
         DataFusionError::Execution(format!(
             "segment path {} is not usable: {e}",
@@ -105,7 +117,7 @@ fn locate(path: &std::path::Path) -> Result<(ObjectStoreUrl, ObjectPath)> {
     }
 }
 
-fn partitioned_file(s: &Segment) -> Result<PartitionedFile> {
+pub(crate) fn partitioned_file(s: &Segment) -> Result<PartitionedFile> {
     let (_, location) = locate(&s.path)?;
     Ok(PartitionedFile::new_from_meta(ObjectMeta {
         location,

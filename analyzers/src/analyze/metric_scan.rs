@@ -15,10 +15,10 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch, StringArray, StringViewArray,
-    TimestampMicrosecondArray,
+    Array, ArrayRef, AsArray, DictionaryArray, Float64Array, Int64Array, RecordBatch, StringArray,
+    StringViewArray, TimestampMicrosecondArray,
 };
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::datatypes::{DataType, Field, Int32Type, Schema, SchemaRef};
 use whyslow_schemas::tables::{StoredTime, ns_to_stored, stored_to_ns, timestamp_type};
 
 use super::bucket_means::BucketMeans;
@@ -423,9 +423,50 @@ impl<'b> Values<'b> {
     }
 }
 
+/// Per row of a dictionary of texts, an integer equal for equal texts (NULL included) and
+/// different otherwise: its key where the dictionary holds each text once (as a Parquet
+/// reader's dictionary does), else the key of the text's first entry; -1 for NULL.
+fn text_ids(d: &DictionaryArray<Int32Type>) -> std::borrow::Cow<'_, [i32]> {
+    let keys = d.keys().values();
+    let nulls = d.logical_nulls().filter(|n| n.null_count() > 0);
+    let texts = d.values().as_string_opt::<i32>();
+    // Where a text repeats in the dictionary, the first entry that holds it.
+    let mut first: HashMap<Option<&str>, i32> = HashMap::new();
+    let mut canonical: Vec<i32> = Vec::new();
+    let mut repeats = false;
+    if let Some(t) = texts {
+        canonical.reserve(t.len());
+        for i in 0..t.len() {
+            let text = t.is_valid(i).then(|| t.value(i));
+            // (A dictionary's keys are `i32`: so is every index of its values.)
+            let id = *first.entry(text).or_insert(i as i32);
+            repeats |= id != i as i32;
+            canonical.push(id);
+        }
+    }
+    if nulls.is_none() && !repeats && texts.is_some() {
+        return std::borrow::Cow::Borrowed(keys);
+    }
+    let ids = keys
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| {
+            let valid = nulls.as_ref().is_none_or(|n| n.is_valid(i));
+            match (valid, texts) {
+                (false, _) => -1,
+                (true, Some(_)) => canonical.get(k as usize).copied().unwrap_or(k),
+                // Values of another type: the key as it is.
+                (true, None) => k,
+            }
+        })
+        .collect();
+    std::borrow::Cow::Owned(ids)
+}
+
 /// The rows of a batch in runs of one series: a new run wherever a key column changes.
 /// String views are compared whole first (a view equal to its neighbour's is the same
-/// string), then by length and prefix, and only strings alike in both by their bytes.
+/// string), then by length and prefix, and only strings alike in both by their bytes;
+/// dictionaries by [`text_ids`].
 fn series_runs(keys: &[&ArrayRef], n: usize) -> Vec<Range<usize>> {
     let mut breaks = vec![false; n];
     for col in keys {
@@ -456,6 +497,13 @@ fn series_runs(keys: &[&ArrayRef], n: usize) -> Vec<Range<usize>> {
                     || len <= 12
                     || prefix != (y >> 32) as u32
                     || a.value(i) != a.value(i - 1);
+            }
+        } else if let Some(d) = col.as_dictionary_opt::<Int32Type>() {
+            // One integer per row, equal exactly where the texts are: compared without a
+            // branch per row (the loop vectorizes).
+            let ids = text_ids(d);
+            for ((b, x), y) in breaks[1..].iter_mut().zip(&ids[1..]).zip(ids.iter()) {
+                *b |= x != y;
             }
         } else if let Some(a) = col.as_any().downcast_ref::<StringArray>() {
             for (i, b) in breaks.iter_mut().enumerate().skip(1) {
@@ -510,6 +558,35 @@ mod tests {
         // differ, their bytes do not.
         assert_eq!(runs, vec![0..2, 2..3, 3..5, 5..7]);
         assert!(series_runs(&[&a], 0).is_empty());
+    }
+
+    #[test]
+    fn dictionary_runs_break_where_the_text_changes_whatever_the_keys() {
+        use arrow::array::Int32Array;
+        // "a" twice in the dictionary (keys 0 and 2), a NULL value (key 3), NULL keys.
+        let values = StringArray::from(vec![Some("a"), Some("b"), Some("a"), None]);
+        let keys = Int32Array::from(vec![
+            Some(0),
+            Some(2),
+            Some(1),
+            Some(1),
+            None,
+            Some(3),
+            None,
+            Some(0),
+        ]);
+        let d: ArrayRef = Arc::new(DictionaryArray::new(keys, Arc::new(values)));
+        // Rows 0-1 are "a" (two keys), 2-3 "b", 4-6 NULL (two NULL keys around a NULL
+        // value), 7 "a".
+        assert_eq!(series_runs(&[&d], 8), vec![0..2, 2..4, 4..7, 7..8]);
+        let unique: ArrayRef = Arc::new(DictionaryArray::new(
+            Int32Array::from(vec![0, 0, 1, 1, 1]),
+            Arc::new(StringArray::from(vec!["x", "y"])),
+        ));
+        assert_eq!(series_runs(&[&unique], 5), vec![0..2, 2..5]);
+        // With a second key column, a run ends where either changes.
+        let other: ArrayRef = Arc::new(StringViewArray::from(vec!["1", "1", "1", "2", "2"]));
+        assert_eq!(series_runs(&[&unique, &other], 5), vec![0..2, 2..3, 3..5]);
     }
 
     #[test]

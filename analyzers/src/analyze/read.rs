@@ -12,7 +12,6 @@ use datafusion::prelude::SessionContext;
 
 use super::metric_scan::{MetricScan, PodWorkloads, Scanned};
 use super::{ACTIVITY_BUCKET_NS, Placement, WorkloadExtent};
-use crate::Result;
 use crate::attribution::EventInfo;
 use crate::columns::Columns;
 use crate::sql::{self, AFTERMATH, EVIDENCE, symptoms as q};
@@ -20,6 +19,10 @@ use crate::symptoms::pending::Lifecycle;
 use crate::symptoms::run::{Marks, RunSeries};
 use crate::symptoms::save_cadence::Save;
 use crate::symptoms::{Point, WorkloadKey, WorkloadName};
+use crate::{AnalyzeError, Result};
+use whyslow_queries::dictionary_scan;
+use whyslow_schemas::Table;
+use whyslow_schemas::tables::stored_to_ns;
 
 pub type Params = [(&'static str, datafusion::scalar::ScalarValue); 2];
 
@@ -234,11 +237,57 @@ pub async fn scan_metrics(
 ) -> Result<Scanned> {
     let pods = read_pod_workloads(ctx).await?;
     let mut scan = MetricScan::new(&pods, candidates, ACTIVITY_BUCKET_NS);
-    sql::for_each_batch(ctx, q::METRIC_SCAN, params, |b| {
-        scan.fold(b, q::METRIC_SCAN.path)
-    })
-    .await?;
+    // A store's segments are read straight from Parquet with the key columns as
+    // dictionaries (the same rows as the query's, `whyslow_queries::dictionary_scan`);
+    // other tables (in memory, in tests) with the query.
+    let direct = match (param_ns(params, "from"), param_ns(params, "to")) {
+        (Some(from), Some(to)) => {
+            dictionary_scan::scan(ctx, Table::Metrics, &SCANNED_COLUMNS, from, to)
+                .await
+                .map_err(|source| AnalyzeError::Segments { source })?
+        }
+        _ => None,
+    };
+    match direct {
+        Some(mut batches) => {
+            while let Some(b) = batches.next().await {
+                let b = b.map_err(|source| AnalyzeError::Segments { source })?;
+                scan.fold(&b, q::METRIC_SCAN.path)?;
+            }
+        }
+        None => {
+            sql::for_each_batch(ctx, q::METRIC_SCAN, params, |b| {
+                scan.fold(b, q::METRIC_SCAN.path)
+            })
+            .await?
+        }
+    }
     scan.finish()
+}
+
+/// The columns `symptoms/metric_scan.sql` selects.
+const SCANNED_COLUMNS: [&str; 8] = [
+    "namespace",
+    "workload",
+    "pod",
+    "node",
+    "device",
+    "metric",
+    "time",
+    "value",
+];
+
+/// A timestamp parameter's value in ns since the epoch.
+fn param_ns(params: &Params, name: &str) -> Option<i64> {
+    use datafusion::scalar::ScalarValue;
+    params
+        .iter()
+        .find(|(n, _)| *n == name)
+        .and_then(|(_, v)| match v {
+            ScalarValue::TimestampMicrosecond(Some(us), _) => Some(stored_to_ns(*us)),
+            ScalarValue::TimestampNanosecond(Some(ns), _) => Some(*ns),
+            _ => None,
+        })
 }
 
 pub async fn read_placements(ctx: &SessionContext, params: &Params) -> Result<Vec<Placement>> {

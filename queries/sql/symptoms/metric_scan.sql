@@ -10,7 +10,10 @@
 --
 -- Cost: the columns of a day of 1000 nodes (104M samples) take 2–3 s to decode; three
 -- queries that each read what they needed took 5.2 s (extents 2.3, utilization 1.4,
--- activity 1.5).
+-- activity 1.5). Over a store, the analysis reads these same rows straight from the
+-- segments with the key columns as dictionaries (`whyslow_queries::dictionary_scan`:
+-- no string decoded or compared per row); this query is what that read must equal
+-- (`analyzers/tests/segment_scan.rs`), and what runs over in-memory tables.
 SELECT namespace, workload, pod, node, device, metric, time, value
 FROM metrics
 WHERE time >= $from AND time <= $to;
