@@ -147,6 +147,21 @@ fn ingest_compact_and_sql_on_a_bucket_agree_with_external_readers() {
     let s: f64 = fields[2].parse().unwrap();
     assert!((s - sum).abs() < 1e-6, "{s} vs {sum}");
 
+    // A report over the bucket: the analysis reads the samples straight from the
+    // bucket's segments (`whyslow_queries::dictionary_scan`). The window opens at the
+    // first sample (events begin 39 lines later): the samples were read.
+    let out = whyslow(&store, &env)
+        .args(["report", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["window"]["from"], "2026-11-29T10:15:00Z",
+        "{}",
+        report["window"]
+    );
+
     let opts: serde_json::Map<String, serde_json::Value> = env
         .iter()
         .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
