@@ -6,11 +6,12 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::array::{AsArray, RecordBatch};
 use arrow::datatypes::Float64Type;
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 use whyslow_analyzers::analyze::{Scanned, scan_metrics};
+use whyslow_analyzers::columns::Columns;
 use whyslow_analyzers::command::ingest_dir;
 use whyslow_analyzers::sql::ts_param;
 use whyslow_queries::dictionary_scan;
@@ -39,6 +40,11 @@ async fn scanned(
 ) -> Scanned {
     let params = [("from", ts_param(from)), ("to", ts_param(to))];
     scan_metrics(ctx, &params, candidates).await.unwrap()
+}
+
+/// The rows of one query.
+async fn rows(ctx: &SessionContext, sql: &str) -> Vec<RecordBatch> {
+    ctx.sql(sql).await.unwrap().collect().await.unwrap()
 }
 
 /// Asserts the two scans equal; returns how many GPU-minute means they found.
@@ -99,37 +105,25 @@ fn segments_read_as_dictionaries_give_what_the_query_gives() {
             };
             assert!(direct(&on_store).await);
             assert!(!direct(&in_memory).await);
-            let bounds = on_store
-                .sql("SELECT CAST(min(time) AS BIGINT), CAST(max(time) AS BIGINT) FROM metrics")
-                .await
-                .unwrap()
-                .collect()
-                .await
-                .unwrap();
-            let b = bounds[0].columns();
-            // Stored times are microseconds.
+            let bounds = rows(
+                &on_store,
+                "SELECT min(time) AS lo, max(time) AS hi FROM metrics",
+            )
+            .await;
+            let c = Columns::new(&bounds[0], "bounds");
             let (lo, hi) = (
-                b[0].as_primitive::<arrow::datatypes::Int64Type>().value(0) * 1000,
-                b[1].as_primitive::<arrow::datatypes::Int64Type>().value(0) * 1000,
+                c.times("lo").unwrap()[0].unwrap(),
+                c.times("hi").unwrap()[0].unwrap(),
             );
-            let workloads = on_store
-                .sql("SELECT DISTINCT namespace, workload FROM metrics WHERE workload IS NOT NULL")
-                .await
-                .unwrap()
-                .collect()
-                .await
-                .unwrap();
             let mut candidates = BTreeSet::new();
-            for w in &workloads {
-                let text = |c: usize, i: usize| {
-                    let a = arrow::compute::cast(w.column(c), &arrow::datatypes::DataType::Utf8)
-                        .unwrap();
-                    let a = a.as_string::<i32>().clone();
-                    a.is_valid(i).then(|| a.value(i).to_string())
-                };
-                for i in 0..w.num_rows() {
-                    candidates.insert((text(0, i), text(1, i)));
-                }
+            let sql = "SELECT DISTINCT namespace, workload FROM metrics WHERE workload IS NOT NULL";
+            for w in &rows(&on_store, sql).await {
+                let c = Columns::new(w, "workloads");
+                let (ns, wl) = (
+                    c.strings("namespace").unwrap(),
+                    c.strings("workload").unwrap(),
+                );
+                candidates.extend(ns.into_iter().zip(wl));
             }
             // The whole store, then a window that starts and ends inside segments (its
             // bounds not on a whole microsecond, as an analysis' window may be).

@@ -50,22 +50,21 @@ impl SegmentTable {
 
     /// The segments a scan with `filters` must read.
     pub fn segments_for(&self, filters: &[Expr]) -> Vec<&Segment> {
-        let range = match self.table.time_column() {
-            Some(c) => TimeRange::from_filters(c, filters),
-            None => TimeRange::default(),
-        };
-        self.segments
-            .iter()
-            .filter(|s| range.overlaps(s.min_time_ns, s.max_time_ns))
-            .collect()
+        match self.table.time_column() {
+            Some(c) => self.segments_in(TimeRange::from_filters(c, filters)),
+            None => self.segments_in(TimeRange::default()),
+        }
     }
 
     /// The segments that may hold rows with a time in [`from_ns`, `to_ns`].
     pub fn segments_overlapping(&self, from_ns: i64, to_ns: i64) -> Vec<&Segment> {
-        let range = TimeRange {
+        self.segments_in(TimeRange {
             lo: Some(from_ns),
             hi: Some(to_ns),
-        };
+        })
+    }
+
+    fn segments_in(&self, range: TimeRange) -> Vec<&Segment> {
         self.segments
             .iter()
             .filter(|s| range.overlaps(s.min_time_ns, s.max_time_ns))
