@@ -15,6 +15,7 @@ mod utilization;
 use std::collections::{BTreeMap, BTreeSet};
 
 use datafusion::prelude::SessionContext;
+use whyslow_schemas::Table;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::Result;
@@ -42,6 +43,15 @@ pub use crate::symptoms::run::{Marks, RunSeries};
 pub const LOOKBACK_NS: i64 = 15 * 60 * 1_000_000_000;
 /// The buckets of the GPU activity series (folded from the samples by `analyze/metric_scan.rs`).
 const ACTIVITY_BUCKET_NS: i64 = 60 * 1_000_000_000;
+
+/// The most `events` rows the analysis decodes once and keeps in memory (a day of a
+/// 1000-node fleet logs ~20k; at ~1 KB a row in memory, 250k rows are ~250 MB). A larger
+/// table is read from its segments by each query, pruned by time.
+const EVENTS_IN_MEMORY_ROWS: u64 = 250_000;
+
+/// How far either side of a latency regression the serving rules read its serving samples
+/// (`causes/serving_around.sql`): the analysis keeps them that far around its window.
+pub(crate) const SERVING_AROUND_NS: i64 = 60 * 60 * 1_000_000_000;
 
 /// State views that several symptom queries and cause rules read (some more than once
 /// each): the analysis computes each once, as a table of its rows in its session.
@@ -124,6 +134,11 @@ pub async fn analyze(
     // without per-rank compute times) whose GPU activity the one scan of the samples folds,
     // with every series' first and last sample (for the extents and the placements) and
     // the utilization.
+    // Most queries below read `events`, several of them more than once: decoded once.
+    whyslow_queries::segment_table::keep_in_memory(ctx, Table::Events, EVENTS_IN_MEMORY_ROWS)
+        .await
+        .map_err(|source| crate::AnalyzeError::Segments { source })?;
+    clock.lap("events in memory");
     let series = read_framework_series(ctx, &params).await?;
     clock.lap("framework series");
     let scanned = scan_metrics(ctx, &params, &straggler_candidates(&series)).await?;
@@ -134,6 +149,18 @@ pub async fn analyze(
         vec![scanned.extents],
     )?;
     clock.lap("metric scan");
+    let around = [
+        ("from", ts_param(from.saturating_sub(SERVING_AROUND_NS))),
+        ("to", ts_param(to.saturating_add(SERVING_AROUND_NS))),
+    ];
+    sql::register(
+        ctx,
+        "serving_samples",
+        sql::symptoms::SERVING_WINDOW,
+        &around,
+    )
+    .await?;
+    clock.lap("serving samples");
     let extents = read_extents(ctx, &params).await?;
     clock.lap("extent");
     let (Some(data_from), Some(data_to)) = (

@@ -137,7 +137,8 @@ pub fn symptoms_schema() -> SchemaRef {
 }
 
 /// Registers (or replaces) the `symptoms` and `symptom_scope` tables and the views the
-/// rules read (`symptom_events`, `symptom_throttle_shares`, `symptom_level_rates`).
+/// rules read (`symptom_events`, `symptom_throttle_shares`, `symptom_level_rates`), and
+/// each pace symptom's GPU samples (`symptom_gpu_samples`).
 pub async fn register(
     ctx: &SessionContext,
     symptoms: &[SymptomRow],
@@ -218,6 +219,13 @@ pub async fn register(
     for view in MATERIALIZED_SYMPTOM_VIEWS {
         sql::materialize(ctx, view).await?;
     }
+    sql::register(
+        ctx,
+        "symptom_gpu_samples",
+        sql::SYMPTOM_GPU_SAMPLES,
+        &rule_params(symptoms),
+    )
+    .await?;
     Ok(())
 }
 

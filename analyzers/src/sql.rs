@@ -65,6 +65,8 @@ pub mod symptoms {
     pub const PROFILES: SqlFile = sql!("symptoms/profiles.sql");
     pub const SERVING_SERIES: SqlFile = sql!("symptoms/serving_series.sql");
     pub const SERVING_WORKLOADS: SqlFile = sql!("symptoms/serving_workloads.sql");
+    /// `serving_samples` over the analysis' window and the hour either side, computed once.
+    pub const SERVING_WINDOW: SqlFile = sql!("symptoms/serving_window.sql");
 }
 
 /// The views the cause rules read, in dependency order: events in each symptom's scope,
@@ -77,6 +79,10 @@ pub const SYMPTOM_VIEWS: &[SqlFile] = &[
     sql!("causes/level_rates.sql"),
     sql!("causes/serving_around.sql"),
 ];
+
+/// Each pace symptom's GPU activity samples, registered as `symptom_gpu_samples` (takes
+/// the rules' `$first_start` and `$last_end`).
+pub const SYMPTOM_GPU_SAMPLES: SqlFile = sql!("causes/gpu_around.sql");
 
 /// The events cited as evidence (reads the registered `cited` table).
 pub const EVIDENCE: SqlFile = sql!("causes/evidence.sql");
@@ -198,12 +204,40 @@ pub async fn collect(
     params: &[(&str, datafusion::scalar::ScalarValue)],
 ) -> crate::Result<Vec<arrow::array::RecordBatch>> {
     let df = frame(ctx, file, params).await?;
-    df.collect()
+    run(df, file.path).await
+}
+
+/// The log target of the analysis' query profiles: with it at `trace`
+/// (`WHYSLOW_LOG=whyslow::sql_profile=trace`), every query the analysis collects logs its
+/// physical plan with each operator's metrics (rows, time, files and pages pruned) — where
+/// a slow stage spends its time, at no cost otherwise.
+pub const PROFILE_TARGET: &str = "whyslow::sql_profile";
+
+/// Runs `df` to the end; errors name `file`. With [`PROFILE_TARGET`] enabled, logs the
+/// plan it ran with its metrics.
+async fn run(
+    df: datafusion::dataframe::DataFrame,
+    file: &'static str,
+) -> crate::Result<Vec<arrow::array::RecordBatch>> {
+    let err = |source| crate::AnalyzeError::Sql { file, source };
+    if !tracing::enabled!(target: PROFILE_TARGET, tracing::Level::TRACE) {
+        return df.collect().await.map_err(err);
+    }
+    let task = std::sync::Arc::new(df.task_ctx());
+    let plan = df.create_physical_plan().await.map_err(err)?;
+    let started = std::time::Instant::now();
+    let batches = datafusion::physical_plan::collect(plan.clone(), task)
         .await
-        .map_err(|source| crate::AnalyzeError::Sql {
-            file: file.path,
-            source,
-        })
+        .map_err(err)?;
+    let shown =
+        datafusion::physical_plan::display::DisplayableExecutionPlan::with_metrics(plan.as_ref())
+            .indent(true);
+    tracing::trace!(
+        target: PROFILE_TARGET,
+        "{file}: {:.3} s\n{shown}",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(batches)
 }
 
 /// Runs one SQL file with named parameters and hands its rows to `each` batch by batch,
@@ -266,10 +300,7 @@ async fn register_rows(
     file: &'static str,
 ) -> crate::Result<()> {
     let schema = std::sync::Arc::new(df.schema().as_arrow().clone());
-    let batches = df
-        .collect()
-        .await
-        .map_err(|source| crate::AnalyzeError::Sql { file, source })?;
+    let batches = run(df, file).await?;
     replace_table(ctx, name, schema, batches)
 }
 
@@ -343,6 +374,22 @@ pub fn ts_param(ns: i64) -> datafusion::scalar::ScalarValue {
 mod tests {
     use super::*;
     use whyslow_schemas::Cause;
+
+    /// The analysis keeps the serving samples as far around its window as the serving
+    /// rules look around a slowdown.
+    #[test]
+    fn serving_samples_are_kept_as_far_around_as_the_rules_read() {
+        let text = whyslow_queries::sql_file("causes/serving_around.sql").unwrap();
+        assert!(
+            text.contains("m.time >= s.start - INTERVAL '1 hour'"),
+            "{text}"
+        );
+        assert!(
+            text.contains("m.time <= s.\"end\" + INTERVAL '1 hour'"),
+            "{text}"
+        );
+        assert_eq!(crate::analyze::SERVING_AROUND_NS, 3_600_000_000_000);
+    }
 
     /// Every typed cause has exactly one rule, filed under its layer and named after it.
     #[test]

@@ -3,9 +3,11 @@
 //! Segments whose manifest min/max time lies outside the range the query's filters allow
 //! on the table's time column are skipped before any file is opened; the rest are scanned
 //! by DataFusion's Parquet reader, which keeps projection, row-group and page pruning and
-//! predicate pushdown.
+//! predicate pushdown. A small table can instead be decoded once and served from memory
+//! ([`SegmentTable::keep_in_memory`]): for a session that reads it many times over, as an
+//! analysis reads `events` in most of its queries.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
@@ -13,18 +15,18 @@ use chrono::{TimeZone, Utc};
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::stats::Precision;
 use datafusion::common::{Statistics, project_schema};
-use datafusion::datasource::TableType;
 use datafusion::datasource::file_format::FileFormat;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
+use datafusion::datasource::{MemTable, TableType};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::object_store::ObjectMeta;
 use datafusion::object_store::path::Path as ObjectPath;
-use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::empty::EmptyExec;
+use datafusion::physical_plan::{ExecutionPlan, collect};
 use whyslow_schemas::Table;
 
 use crate::segments::Segment;
@@ -36,6 +38,8 @@ pub struct SegmentTable {
     table: Table,
     schema: SchemaRef,
     segments: Vec<Segment>,
+    /// Every row of the segments, once [`SegmentTable::keep_in_memory`] decoded them.
+    in_memory: OnceLock<MemTable>,
 }
 
 impl SegmentTable {
@@ -45,7 +49,41 @@ impl SegmentTable {
             table,
             schema: read_schema(&table.schema()),
             segments,
+            in_memory: OnceLock::new(),
         }
+    }
+
+    /// The rows of all its segments, as their manifests count them.
+    pub fn rows(&self) -> u64 {
+        self.segments.iter().map(|s| s.rows).sum()
+    }
+
+    /// Decodes every row of the table once, if it has at most `max_rows`, and serves every
+    /// later scan from memory (sessions are snapshots: the rows cannot change). A scan from
+    /// memory skips no segment, row group or page, so this pays where the table is small
+    /// and read many times over. Returns whether the rows are in memory.
+    pub async fn keep_in_memory(&self, state: &dyn Session, max_rows: u64) -> Result<bool> {
+        if self.in_memory.get().is_some() {
+            return Ok(true);
+        }
+        if self.rows() > max_rows {
+            return Ok(false);
+        }
+        let all: Vec<&Segment> = self.segments.iter().collect();
+        let batches = match self.parquet_plan(state, &all, None, None).await? {
+            Some(plan) => collect(plan, state.task_ctx()).await?,
+            None => Vec::new(),
+        };
+        // As many partitions as the session runs at once, so that scans stay parallel.
+        let n = state.config().target_partitions().max(1);
+        let mut partitions: Vec<Vec<_>> = vec![Vec::new(); n];
+        for (i, b) in batches.into_iter().enumerate() {
+            partitions[i % n].push(b);
+        }
+        let table = MemTable::try_new(self.schema.clone(), partitions)?;
+        // Another caller may have loaded it meanwhile: either copy holds the same rows.
+        let _ = self.in_memory.set(table);
+        Ok(true)
     }
 
     /// The segments a scan with `filters` must read.
@@ -70,6 +108,28 @@ impl SegmentTable {
             .filter(|s| range.overlaps(s.min_time_ns, s.max_time_ns))
             .collect()
     }
+}
+
+/// Keeps the session's table `table` in memory ([`SegmentTable::keep_in_memory`]) when it
+/// reads a store's segments and holds at most `max_rows`; returns whether its rows are in
+/// memory. Every view of the session that reads the table reads them there too (views
+/// hold the table itself, not its name).
+pub async fn keep_in_memory(
+    ctx: &datafusion::prelude::SessionContext,
+    table: Table,
+    max_rows: u64,
+) -> std::result::Result<bool, crate::QueryError> {
+    let provider = ctx
+        .table_provider(table.name())
+        .await
+        .map_err(crate::QueryError::Plan)?;
+    let Some(segments) = provider.as_ref().downcast_ref::<SegmentTable>() else {
+        return Ok(false);
+    };
+    segments
+        .keep_in_memory(&ctx.state(), max_rows)
+        .await
+        .map_err(crate::QueryError::Plan)
 }
 
 /// The schema a table is read with: its own, with strings as `Utf8View` (the Parquet
@@ -173,11 +233,33 @@ impl TableProvider for SegmentTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let chosen = self.segments_for(filters);
-        if chosen.is_empty() {
-            let schema = project_schema(&self.schema, projection)?;
-            return Ok(Arc::new(EmptyExec::new(schema)));
+        if let Some(rows) = self.in_memory.get() {
+            // The filters stay above the scan (pushdown is inexact).
+            return rows.scan(state, projection, filters, limit).await;
         }
+        let chosen = self.segments_for(filters);
+        match self.parquet_plan(state, &chosen, projection, limit).await? {
+            Some(plan) => Ok(plan),
+            None => {
+                let schema = project_schema(&self.schema, projection)?;
+                Ok(Arc::new(EmptyExec::new(schema)))
+            }
+        }
+    }
+}
+
+impl SegmentTable {
+    /// DataFusion's Parquet scan of `chosen`; `None` when there is no segment to read.
+    async fn parquet_plan(
+        &self,
+        state: &dyn Session,
+        chosen: &[&Segment],
+        projection: Option<&Vec<usize>>,
+        limit: Option<usize>,
+    ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+        let Some(first) = chosen.first() else {
+            return Ok(None);
+        };
         let rows: u64 = chosen.iter().map(|s| s.rows).sum();
         let bytes: u64 = chosen.iter().map(|s| s.bytes).sum();
         let files = chosen
@@ -193,7 +275,7 @@ impl TableProvider for SegmentTable {
                 usize::try_from(bytes).unwrap_or(usize::MAX),
             ));
         // Every segment of a store is under its root: one object store for them all.
-        let (store_url, _) = locate(&chosen[0].path)?;
+        let (store_url, _) = locate(&first.path)?;
         let source = Arc::new(ParquetSource::new(self.schema.clone()));
         let config = FileScanConfigBuilder::new(store_url, source)
             .with_file_groups(groups)
@@ -202,7 +284,7 @@ impl TableProvider for SegmentTable {
             .with_limit(limit)
             .build();
         let format = ParquetFormat::new().with_options(state.table_options().parquet.clone());
-        format.create_physical_plan(state, config).await
+        format.create_physical_plan(state, config).await.map(Some)
     }
 }
 

@@ -135,6 +135,60 @@ async fn files_the_manifest_does_not_list_are_never_read() {
     );
 }
 
+/// A table kept in memory answers every query as its segments do, through views too, and
+/// reads no file after; a table over the row limit stays on its segments.
+#[tokio::test]
+async fn a_table_kept_in_memory_answers_as_its_segments_do() {
+    use whyslow_queries::segment_table::keep_in_memory;
+    let dir = tempfile::tempdir().unwrap();
+    fixture::write_store(dir.path());
+    let queries = [
+        "SELECT event_id, kind, node, attrs['reason'] AS r FROM events ORDER BY event_id",
+        "SELECT event_id FROM events WHERE time >= '2026-11-29T10:10:00Z' ORDER BY event_id",
+        "SELECT * FROM timeline ORDER BY time, event_id",
+        "SELECT count(*) AS n, min(time) AS t FROM events WHERE kind <> ''",
+    ];
+    let on_segments = open_session(dir.path()).await.unwrap();
+    let mut expected = Vec::new();
+    for q in queries {
+        expected.push(text(&one(run_read_only(&on_segments, q, &Params::new())
+            .await
+            .unwrap())));
+    }
+
+    // Over the limit (12 rows): nothing changes.
+    assert!(
+        !keep_in_memory(&on_segments, Table::Events, 11)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        files_read(&on_segments, "SELECT event_id FROM events").await,
+        2
+    );
+
+    let in_memory = open_session(dir.path()).await.unwrap();
+    assert!(keep_in_memory(&in_memory, Table::Events, 12).await.unwrap());
+    // Kept once: asking again keeps what is there.
+    assert!(keep_in_memory(&in_memory, Table::Events, 0).await.unwrap());
+    assert_eq!(
+        files_read(&in_memory, "SELECT event_id FROM events").await,
+        0
+    );
+    assert_eq!(files_read(&in_memory, "SELECT * FROM timeline").await, 0);
+    for (q, want) in queries.iter().zip(&expected) {
+        let got = text(&one(run_read_only(&in_memory, q, &Params::new())
+            .await
+            .unwrap()));
+        assert_eq!(&got, want, "{q}");
+    }
+    // A table that reads no store's segments is left as it is.
+    let ctx = datafusion::prelude::SessionContext::new();
+    ctx.register_batch("events", RecordBatch::new_empty(Table::Events.schema()))
+        .unwrap();
+    assert!(!keep_in_memory(&ctx, Table::Events, 100).await.unwrap());
+}
+
 fn write_parquet(path: &Path, batch: &RecordBatch) {
     let mut w = ArrowWriter::try_new(File::create(path).unwrap(), batch.schema(), None).unwrap();
     w.write(batch).unwrap();

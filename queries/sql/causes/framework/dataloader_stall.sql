@@ -38,15 +38,9 @@ activity AS (
     avg(CASE WHEN m.time >= s.start AND m.time <= s."end" THEN m.value END) AS during,
     avg(CASE WHEN m.time < s.start - INTERVAL '10 minutes' THEN m.value END) AS before
   FROM unreported s
-  JOIN metrics m ON m.metric IN ('sm_active', 'gpu_util', 'duty_cycle')
-    AND m.time >= s.start - INTERVAL '1 hour' AND m.time <= s."end"
-  LEFT JOIN pod_workloads p
-    ON m.pod = p.pod AND (m.namespace IS NOT DISTINCT FROM p.namespace)
-  -- The same bounds as constants (`$first_start`, `$last_end`: the span of all the
-  -- symptoms), so that only the segments around the symptoms are read.
-  WHERE m.time >= $first_start - INTERVAL '1 hour' AND m.time <= $last_end
-    AND coalesce(m.workload, p.workload) = s.workload
-    AND (coalesce(m.namespace, p.namespace) IS NOT DISTINCT FROM s.namespace)
+  -- The workload's GPU samples from an hour before the slowdown to its end.
+  JOIN symptom_gpu_samples m ON m.slowdown_id = s.slowdown_id
+    AND m.metric IN ('sm_active', 'gpu_util', 'duty_cycle')
   GROUP BY s.slowdown_id, m.metric, m.node, m.device
 ),
 per_metric AS (

@@ -35,17 +35,10 @@ activity AS (
     median(CASE WHEN m.time < s.start - INTERVAL '10 minutes' THEN m.value END) AS before,
     min(m.value) AS floor
   FROM symptoms s
-  JOIN metrics m ON m.metric IN ('sm_active', 'tensor_active', 'power_watts')
-    AND m.time >= s.start - INTERVAL '1 hour' AND m.time <= s."end"
-  LEFT JOIN pod_workloads p
-    ON m.pod = p.pod AND (m.namespace IS NOT DISTINCT FROM p.namespace)
-  -- The same bounds as constants (`$first_start`, `$last_end`: the span of all the
-  -- symptoms), so that only the segments around the symptoms are read.
-  WHERE m.time >= $first_start - INTERVAL '1 hour' AND m.time <= $last_end
-    AND s.kind IN ('regression', 'throughput_drop')
-    AND coalesce(m.workload, p.workload) = s.workload
-    AND (coalesce(m.namespace, p.namespace) IS NOT DISTINCT FROM s.namespace)
-    AND s.slowdown_id NOT IN (SELECT slowdown_id FROM peers WHERE n >= 2)
+  -- The workload's GPU samples from an hour before the slowdown to its end.
+  JOIN symptom_gpu_samples m ON m.slowdown_id = s.slowdown_id
+    AND m.metric IN ('sm_active', 'tensor_active', 'power_watts')
+  WHERE s.slowdown_id NOT IN (SELECT slowdown_id FROM peers WHERE n >= 2)
   GROUP BY s.slowdown_id, m.metric, m.node, m.device
 ),
 -- (Medians: the hour before may hold the job's own start-up, its GPUs allocated but idle.)
