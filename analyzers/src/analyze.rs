@@ -44,9 +44,10 @@ pub const LOOKBACK_NS: i64 = 15 * 60 * 1_000_000_000;
 /// The buckets of the GPU activity series (folded from the samples by `analyze/metric_scan.rs`).
 const ACTIVITY_BUCKET_NS: i64 = 60 * 1_000_000_000;
 
-/// The most `events` rows the analysis decodes once and keeps in memory (a day of a
-/// 1000-node fleet logs ~20k; at ~1 KB a row in memory, 250k rows are ~250 MB). A larger
-/// table is read from its segments by each query, pruned by time.
+/// The most `events` rows the analysis decodes once and keeps in memory. A day of a
+/// 1000-node fleet logs ~20k, ~0.7 KB each in memory (pyarrow's count over the `full`
+/// bench store): 250k rows are ~175 MB. A larger table is read from its segments by each
+/// query, pruned by time, as before.
 const EVENTS_IN_MEMORY_ROWS: u64 = 250_000;
 
 /// How far either side of a latency regression the serving rules read its serving samples
@@ -129,16 +130,16 @@ pub async fn analyze(
     let to = sel.to_ns.unwrap_or(i64::MAX / 2);
     let params = [("from", ts_param(from)), ("to", ts_param(to))];
 
-    // The window below is the data inside these bounds, so what is read with them is what
-    // the window holds. The framework series name the straggler candidates (the workloads
-    // without per-rank compute times) whose GPU activity the one scan of the samples folds,
-    // with every series' first and last sample (for the extents and the placements) and
-    // the utilization.
     // Most queries below read `events`, several of them more than once: decoded once.
     whyslow_queries::segment_table::keep_in_memory(ctx, Table::Events, EVENTS_IN_MEMORY_ROWS)
         .await
         .map_err(|source| crate::AnalyzeError::Segments { source })?;
     clock.lap("events in memory");
+    // The window below is the data inside these bounds, so what is read with them is what
+    // the window holds. The framework series name the straggler candidates (the workloads
+    // without per-rank compute times) whose GPU activity the one scan of the samples folds,
+    // with every series' first and last sample (for the extents and the placements) and
+    // the utilization.
     let series = read_framework_series(ctx, &params).await?;
     clock.lap("framework series");
     let scanned = scan_metrics(ctx, &params, &straggler_candidates(&series)).await?;

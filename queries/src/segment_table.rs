@@ -102,6 +102,44 @@ impl SegmentTable {
         })
     }
 
+    /// DataFusion's Parquet scan of `chosen`; `None` when there is no segment to read.
+    async fn parquet_plan(
+        &self,
+        state: &dyn Session,
+        chosen: &[&Segment],
+        projection: Option<&Vec<usize>>,
+        limit: Option<usize>,
+    ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+        let Some(first) = chosen.first() else {
+            return Ok(None);
+        };
+        let rows: u64 = chosen.iter().map(|s| s.rows).sum();
+        let bytes: u64 = chosen.iter().map(|s| s.bytes).sum();
+        let files = chosen
+            .iter()
+            .map(|s| Ok((s.bytes, partitioned_file(s)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let groups = balanced_groups(files, state.config().target_partitions());
+        let statistics = Statistics::new_unknown(&self.schema)
+            .with_num_rows(Precision::Exact(
+                usize::try_from(rows).unwrap_or(usize::MAX),
+            ))
+            .with_total_byte_size(Precision::Inexact(
+                usize::try_from(bytes).unwrap_or(usize::MAX),
+            ));
+        // Every segment of a store is under its root: one object store for them all.
+        let (store_url, _) = locate(&first.path)?;
+        let source = Arc::new(ParquetSource::new(self.schema.clone()));
+        let config = FileScanConfigBuilder::new(store_url, source)
+            .with_file_groups(groups)
+            .with_statistics(statistics)
+            .with_projection_indices(projection.cloned())?
+            .with_limit(limit)
+            .build();
+        let format = ParquetFormat::new().with_options(state.table_options().parquet.clone());
+        format.create_physical_plan(state, config).await.map(Some)
+    }
+
     fn segments_in(&self, range: TimeRange) -> Vec<&Segment> {
         self.segments
             .iter()
@@ -245,46 +283,6 @@ impl TableProvider for SegmentTable {
                 Ok(Arc::new(EmptyExec::new(schema)))
             }
         }
-    }
-}
-
-impl SegmentTable {
-    /// DataFusion's Parquet scan of `chosen`; `None` when there is no segment to read.
-    async fn parquet_plan(
-        &self,
-        state: &dyn Session,
-        chosen: &[&Segment],
-        projection: Option<&Vec<usize>>,
-        limit: Option<usize>,
-    ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
-        let Some(first) = chosen.first() else {
-            return Ok(None);
-        };
-        let rows: u64 = chosen.iter().map(|s| s.rows).sum();
-        let bytes: u64 = chosen.iter().map(|s| s.bytes).sum();
-        let files = chosen
-            .iter()
-            .map(|s| Ok((s.bytes, partitioned_file(s)?)))
-            .collect::<Result<Vec<_>>>()?;
-        let groups = balanced_groups(files, state.config().target_partitions());
-        let statistics = Statistics::new_unknown(&self.schema)
-            .with_num_rows(Precision::Exact(
-                usize::try_from(rows).unwrap_or(usize::MAX),
-            ))
-            .with_total_byte_size(Precision::Inexact(
-                usize::try_from(bytes).unwrap_or(usize::MAX),
-            ));
-        // Every segment of a store is under its root: one object store for them all.
-        let (store_url, _) = locate(&first.path)?;
-        let source = Arc::new(ParquetSource::new(self.schema.clone()));
-        let config = FileScanConfigBuilder::new(store_url, source)
-            .with_file_groups(groups)
-            .with_statistics(statistics)
-            .with_projection_indices(projection.cloned())?
-            .with_limit(limit)
-            .build();
-        let format = ParquetFormat::new().with_options(state.table_options().parquet.clone());
-        format.create_physical_plan(state, config).await.map(Some)
     }
 }
 
