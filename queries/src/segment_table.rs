@@ -54,7 +54,7 @@ impl SegmentTable {
     }
 
     /// The rows of all its segments, as their manifests count them.
-    pub fn rows(&self) -> u64 {
+    fn rows(&self) -> u64 {
         self.segments.iter().map(|s| s.rows).sum()
     }
 

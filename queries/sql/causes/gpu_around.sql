@@ -2,12 +2,12 @@
 -- workload from an hour before its start to its end: SM activity, tensor pipe activity,
 -- power draw, utilization, a TPU's duty cycle, each with its node and device. A sample
 -- names its workload, else its pod's (`pod_workloads`), else (no pod either) it is on one
--- of the workload's nodes. What the rules that tell an idle
--- job from a straggling GPU compare (`framework.straggler_rank`,
--- `framework.dataloader_stall`): computed once by the analyzer (`causes::register`, with
--- the rules' `$first_start` and `$last_end`) and kept as the table `symptom_gpu_samples`,
--- because each of them read these samples from `metrics` (1000 nodes x a day: ~0.4 s a
--- read, most of it pages of every GPU of the cluster).
+-- of the workload's nodes (`named` false). What the rules that tell an idle job from a
+-- straggling GPU compare (`framework.straggler_rank`, `framework.dataloader_stall`):
+-- computed once by the analyzer (`causes::register`, with the rules' `$first_start` and
+-- `$last_end`) and kept as the table `symptom_gpu_samples`, because each of them read
+-- these samples from `metrics` (1000 nodes x a day: ~0.4 s a read, most of it pages of
+-- every GPU of the cluster).
 SELECT s.slowdown_id, m.metric, m.node, m.device, m.time, m.value,
   coalesce(m.workload, p.workload) IS NOT NULL AS named
 FROM symptoms s
