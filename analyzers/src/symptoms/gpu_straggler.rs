@@ -62,43 +62,71 @@ fn quantile(xs: &[f64], q: f64) -> Option<f64> {
     Some(v[i.min(v.len() - 1)])
 }
 
-/// One bucket's levels sorted once, so that the median of each GPU's peers (every level
-/// but its own) is read in constant time instead of a sort per GPU: a job of hundreds of
-/// GPUs costs a sort per bucket, not one per GPU and bucket.
+/// The middle values of one bucket's levels, so that the median of each GPU's peers
+/// (every level but its own) is read in constant time: leaving one level out moves the
+/// middle by one place at most, so the few values around it and where the GPU's own level
+/// sits against them give that median. They are found by selection in linear time: a
+/// bucket of a job of thousands of GPUs costs no sort.
 struct PeerMedians {
-    sorted: Vec<f64>,
-    /// Per GPU: where its level sits in `sorted`, where it has one.
-    at: Vec<Option<usize>>,
+    /// How many levels the bucket has.
+    n: usize,
+    /// The rank (in ascending order) of `middle[0]`.
+    first: usize,
+    /// The levels of ranks `first ..`: those either median reads (at most four).
+    middle: [f64; 4],
 }
 
 impl PeerMedians {
-    fn new(levels: &[Option<f64>]) -> Self {
-        let mut by_level: Vec<(f64, usize)> = levels
-            .iter()
-            .enumerate()
-            .filter_map(|(i, v)| v.map(|v| (v, i)))
-            .collect();
-        by_level.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let mut at = vec![None; levels.len()];
-        for (pos, &(_, i)) in by_level.iter().enumerate() {
-            at[i] = Some(pos);
+    /// The middle of `levels` (`None` is no level); `scratch` is reused between buckets.
+    fn new(levels: &[Option<f64>], scratch: &mut Vec<f64>) -> Self {
+        scratch.clear();
+        scratch.extend(levels.iter().flatten());
+        let n = scratch.len();
+        let mut out = PeerMedians {
+            n,
+            first: 0,
+            middle: [0.0; 4],
+        };
+        if n == 0 {
+            return out;
         }
-        PeerMedians {
-            sorted: by_level.into_iter().map(|(v, _)| v).collect(),
-            at,
+        // The ranks read: the median of all n levels (n/2 - 1, n/2) and of the n - 1 left
+        // when one is left out (around (n - 1)/2, each shifted one up at most).
+        let first = ((n - 1) / 2).saturating_sub(1);
+        let last = (n / 2 + 1).min(n - 1);
+        let (_, at_first, above) = scratch.select_nth_unstable_by(first, f64::total_cmp);
+        out.first = first;
+        out.middle[0] = *at_first;
+        // `last - first` <= 3, and `above` holds the n - 1 - first >= last - first levels
+        // ranked after `first`.
+        let more = last - first;
+        if more > 0 {
+            let (next, at_last, _) = above.select_nth_unstable_by(more - 1, f64::total_cmp);
+            next.sort_unstable_by(f64::total_cmp);
+            out.middle[1..more].copy_from_slice(next);
+            out.middle[more] = *at_last;
         }
+        out
     }
 
-    /// The median of every level but GPU `i`'s ([`median`] of them, to the bit).
-    fn excluding(&self, i: usize) -> Option<f64> {
-        let skip = self.at.get(i).copied().flatten();
-        let n = self.sorted.len() - usize::from(skip.is_some());
+    /// The level of rank `k`; `k` is one `excluding` reads, inside `middle`.
+    fn rank(&self, k: usize) -> f64 {
+        self.middle[k - self.first]
+    }
+
+    /// The median of every level but `own` (a GPU's own level, one of those given to
+    /// [`PeerMedians::new`]; `None`: the median of all): [`median`] of them, to the bit.
+    fn excluding(&self, own: Option<f64>) -> Option<f64> {
+        let n = self.n - usize::from(own.is_some());
         if n == 0 {
             return None;
         }
-        let nth = |k: usize| match skip {
-            Some(p) if k >= p => self.sorted[k + 1],
-            _ => self.sorted[k],
+        // Rank k of the others is rank k of all, or rank k + 1 where the left-out level
+        // ranks at or before k (levels that compare equal are the same bits: which of them
+        // is left out makes no difference).
+        let nth = |k: usize| match own {
+            Some(v) if self.rank(k).total_cmp(&v).is_ge() => self.rank(k + 1),
+            _ => self.rank(k),
         };
         Some(if n % 2 == 1 {
             nth(n / 2)
@@ -139,7 +167,7 @@ pub fn detect(
     }
     // A GPU's level against its peers' median in one bucket.
     let ratio = |levels: &[Option<f64>], peers: &PeerMedians, i: usize| -> Option<f64> {
-        let p = peers.excluding(i).filter(|p| *p > 1e-6)?;
+        let p = peers.excluding(levels[i]).filter(|p| *p > 1e-6)?;
         Some(levels[i]? / p)
     };
     // The calmest buckets: where the GPUs' levels (against their own usual) are closest
@@ -164,9 +192,10 @@ pub fn detect(
         .collect();
     calm.sort_by(|a, b| a.0.total_cmp(&b.0));
     calm.truncate((calm.len() / CALM_SHARE).max(MIN_CALM));
+    let mut scratch = Vec::with_capacity(gpus.len());
     let calm: Vec<(&Vec<Option<f64>>, PeerMedians)> = calm
         .into_iter()
-        .map(|(_, l)| (l, PeerMedians::new(l)))
+        .map(|(_, l)| (l, PeerMedians::new(l, &mut scratch)))
         .collect();
     let usual_ratio: Vec<Option<f64>> = (0..gpus.len())
         .map(|i| {
@@ -185,11 +214,12 @@ pub fn detect(
                 .zip(&usual)
                 .map(|(v, u)| v.map(|v| v / u))
                 .collect();
-            let (rel_peers, level_peers) = (PeerMedians::new(&rel), PeerMedians::new(levels));
+            let rel_peers = PeerMedians::new(&rel, &mut scratch);
+            let level_peers = PeerMedians::new(levels, &mut scratch);
             let best = (0..gpus.len())
                 .filter_map(|i| {
                     let own = rel[i]?;
-                    let p = rel_peers.excluding(i)?;
+                    let p = rel_peers.excluding(rel[i])?;
                     if own >= KEPT && p <= floor && own - p >= cfg.drop_min_rel {
                         return Some((i, own, p));
                     }
@@ -318,7 +348,7 @@ mod tests {
         ];
         for len in 0..=levels.len() {
             let levels = &levels[..len];
-            let peers = PeerMedians::new(levels);
+            let peers = PeerMedians::new(levels, &mut Vec::new());
             for i in 0..len {
                 let others: Vec<f64> = levels
                     .iter()
@@ -327,10 +357,50 @@ mod tests {
                     .filter_map(|(_, v)| *v)
                     .collect();
                 assert_eq!(
-                    peers.excluding(i),
+                    peers.excluding(levels[i]),
                     median(&others),
                     "{levels:?} without {i}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn peer_medians_equal_the_median_of_the_others_with_ties_and_gaps() {
+        // Levels from a few values (many ties, -0.0 beside 0.0) and some GPUs without
+        // one, every count up to 40, from a fixed-seed generator.
+        let values = [0.0, -0.0, 0.25, 0.5, 0.5, 0.75, 1.0, f64::MIN_POSITIVE];
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut scratch = Vec::new();
+        for len in 0..=40 {
+            for _ in 0..8 {
+                let levels: Vec<Option<f64>> = (0..len)
+                    .map(|_| {
+                        let r = next();
+                        (r % 5 != 0).then(|| values[(r >> 8) as usize % values.len()])
+                    })
+                    .collect();
+                let peers = PeerMedians::new(&levels, &mut scratch);
+                for i in 0..len {
+                    let others: Vec<f64> = levels
+                        .iter()
+                        .enumerate()
+                        .filter(|(j, _)| *j != i)
+                        .filter_map(|(_, v)| *v)
+                        .collect();
+                    let (got, want) = (peers.excluding(levels[i]), median(&others));
+                    assert_eq!(
+                        got.map(f64::to_bits),
+                        want.map(f64::to_bits),
+                        "{levels:?} without {i}"
+                    );
+                }
             }
         }
     }
