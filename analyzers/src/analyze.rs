@@ -135,6 +135,13 @@ pub async fn analyze(
         .await
         .map_err(|source| crate::AnalyzeError::Segments { source })?;
     clock.lap("events in memory");
+    // Two branches at once. Apart from the scan, which reads metrics and events, the
+    // tables read by name below that need no scan (the serving samples, the checkpoint
+    // operations) are built on a task of their own: their queries decode pages and sort
+    // while the scan's fold waits for batches, on a core the scan leaves partly idle.
+    // (A JoinSet: were the analysis to stop early, dropping it stops that task too.)
+    let mut side = tokio::task::JoinSet::new();
+    side.spawn(side_tables(ctx.clone(), from, to));
     // The window below is the data inside these bounds, so what is read with them is what
     // the window holds. The framework series name the straggler candidates (the workloads
     // without per-rank compute times) whose GPU activity the one scan of the samples folds,
@@ -150,18 +157,21 @@ pub async fn analyze(
         vec![scanned.extents],
     )?;
     clock.lap("metric scan");
-    let around = [
-        ("from", ts_param(from.saturating_sub(SERVING_AROUND_NS))),
-        ("to", ts_param(to.saturating_add(SERVING_AROUND_NS))),
-    ];
-    sql::register(
-        ctx,
-        "serving_samples",
-        sql::symptoms::SERVING_WINDOW,
-        &around,
-    )
-    .await?;
-    clock.lap("serving samples");
+    let side = match side.join_next().await {
+        Some(Ok(done)) => done?,
+        // A panic on that task is a bug: it goes on here as it would have on this task.
+        Some(Err(e)) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Some(Err(e)) => {
+            return Err(crate::AnalyzeError::Sql {
+                file: SIDE_TABLES,
+                source: datafusion::error::DataFusionError::ExecutionJoin(Box::new(e)),
+            });
+        }
+        // The set holds the one task spawned above until it is joined here.
+        None => Vec::new(),
+    };
+    clock.lap("serving samples and checkpoint operations (after the scan)");
+    clock.laps.extend(side);
     let extents = read_extents(ctx, &params).await?;
     clock.lap("extent");
     let (Some(data_from), Some(data_to)) = (
@@ -183,10 +193,6 @@ pub async fn analyze(
     let horizon = data_to.min(window.1);
     let params = [("from", ts_param(window.0)), ("to", ts_param(window.1))];
 
-    for view in MATERIALIZED_VIEWS {
-        sql::materialize(ctx, view).await?;
-    }
-    clock.lap("checkpoint operations");
     let pauses = read_pauses(ctx, &params).await?;
     let lifecycle = read_lifecycle(ctx, &params).await?;
     clock.lap("pauses and lifecycle");
@@ -513,6 +519,33 @@ fn in_parallel<J: Sync, T: Send>(jobs: &[J], f: impl Fn(&J) -> Vec<T> + Sync) ->
     });
     done.sort_by_key(|(i, _)| *i);
     done.into_iter().flat_map(|(_, out)| out).collect()
+}
+
+/// What [`side_tables`] builds, as its errors name it.
+const SIDE_TABLES: &str = "symptoms/serving_window.sql and the state views";
+
+/// The tables the analysis reads by name that need no scan of the samples: the serving
+/// samples over the window (`from`, `to`) and the hour on either side of it, and the state
+/// views computed once. Returns how long each took, as stages of the analysis' clock.
+async fn side_tables(ctx: SessionContext, from: i64, to: i64) -> Result<Vec<(&'static str, f64)>> {
+    let mut clock = Clock::new();
+    let around = [
+        ("from", ts_param(from.saturating_sub(SERVING_AROUND_NS))),
+        ("to", ts_param(to.saturating_add(SERVING_AROUND_NS))),
+    ];
+    sql::register(
+        &ctx,
+        "serving_samples",
+        sql::symptoms::SERVING_WINDOW,
+        &around,
+    )
+    .await?;
+    clock.lap("  serving samples (beside the scan)");
+    for view in MATERIALIZED_VIEWS {
+        sql::materialize(&ctx, view).await?;
+    }
+    clock.lap("  checkpoint operations (beside the scan)");
+    Ok(clock.done())
 }
 
 /// Stage timings of one analysis.
