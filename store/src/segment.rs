@@ -33,6 +33,12 @@ pub const DAY_NS: i64 = 86_400 * 1_000_000_000;
 /// statistics of a row group prune a time-range scan.
 pub const ROW_GROUP_ROWS: usize = 1 << 20;
 
+/// The bloom filter of `metrics.metric` is sized for this many names, then folded to what
+/// the row group holds (a few dozen names: a few hundred bytes a segment).
+const METRIC_NAMES_BLOOM_NDV: u64 = 1_024;
+/// Its false-positive rate: a query for a metric a segment lacks reads it once in 100.
+const METRIC_NAMES_BLOOM_FPP: f64 = 0.01;
+
 /// The UTC day number of a time.
 pub fn day_of(time_ns: i64) -> i64 {
     time_ns.div_euclid(DAY_NS)
@@ -67,6 +73,17 @@ pub fn writer_properties(table: Table) -> WriterProperties {
             "whyslow.table".to_string(),
             table.name().to_string(),
         )]));
+    if table == Table::Metrics {
+        // A query for a few metrics (the framework series, the serving samples) reads the
+        // pages whose min/max name them, and in every segment the page where two metrics
+        // meet names each metric in between. The bloom filter of the names tells a reader
+        // that a segment holds none of them, so the whole segment is skipped.
+        let metric = column("metric");
+        b = b
+            .set_column_bloom_filter_enabled(metric.clone(), true)
+            .set_column_bloom_filter_max_ndv(metric.clone(), METRIC_NAMES_BLOOM_NDV)
+            .set_column_bloom_filter_fpp(metric, METRIC_NAMES_BLOOM_FPP);
+    }
     let schema = table.schema();
     for f in schema.fields() {
         use arrow::datatypes::DataType as D;
