@@ -135,10 +135,10 @@ pub async fn analyze(
         .await
         .map_err(|source| crate::AnalyzeError::Segments { source })?;
     clock.lap("events in memory");
-    // Two branches at once. Apart from the scan, which reads metrics and events, the
-    // tables read by name below that need no scan (the serving samples, the checkpoint
-    // operations) are built on a task of their own: their queries decode pages and sort
-    // while the scan's fold waits for batches, on a core the scan leaves partly idle.
+    // Two branches at once: the tables read by name below that need no scan of the samples
+    // (the serving samples, the checkpoint operations) are built on a task of their own
+    // while the framework series and the scan run, and take the cores those leave idle
+    // (the series' single-partition sort, the scan's waits for batches).
     // (A JoinSet: were the analysis to stop early, dropping it stops that task too.)
     let mut side = tokio::task::JoinSet::new();
     side.spawn(side_tables(ctx.clone(), from, to));

@@ -34,7 +34,7 @@ pub const DAY_NS: i64 = 86_400 * 1_000_000_000;
 pub const ROW_GROUP_ROWS: usize = 1 << 20;
 
 /// The bloom filter of `metrics.metric` is sized for this many names, then folded to what
-/// the row group holds (a few dozen names: a few hundred bytes a segment).
+/// the row group holds (a dozen names: 47 bytes in a segment of the `full` bench store).
 const METRIC_NAMES_BLOOM_NDV: u64 = 1_024;
 /// Its false-positive rate: a query for a metric a segment lacks reads it once in 100.
 const METRIC_NAMES_BLOOM_FPP: f64 = 0.01;

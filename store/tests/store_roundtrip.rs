@@ -6,7 +6,9 @@ use std::fs::File;
 
 use arrow::array::Array;
 use parquet::basic::Compression;
+use parquet::file::properties::ReaderProperties;
 use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::file::serialized_reader::ReadOptionsBuilder;
 use store_common::*;
 use whyslow_schemas::Table;
 use whyslow_store::{KafkaOffset, Store, StoreError, StoreWriter};
@@ -105,6 +107,44 @@ fn round_trip_keeps_every_row_and_partitions_by_day() {
         lt.contains("is_adjusted_to_u_t_c: true") && lt.contains("MICROS"),
         "{lt}"
     );
+
+    // A bloom filter of the metric names, small, that holds every name the segment has:
+    // what lets a query for other metrics skip the segment.
+    let options = ReadOptionsBuilder::new()
+        .with_reader_properties(
+            ReaderProperties::builder()
+                .set_read_bloom_filter(true)
+                .build(),
+        )
+        .build();
+    let reader =
+        SerializedFileReader::new_with_options(File::open(&seg.path).unwrap(), options).unwrap();
+    let names = reader.metadata().file_metadata().schema_descr();
+    let at = (0..names.num_columns())
+        .find(|&i| names.column(i).path().string() == "metric")
+        .unwrap();
+    let rg = reader.get_row_group(0).unwrap();
+    let sbbf = rg
+        .get_column_bloom_filter(at)
+        .expect("a bloom filter on metric");
+    for m in [
+        "gpu_util",
+        "power_watts",
+        "sm_clock_mhz",
+        "gpu_temp_celsius",
+    ] {
+        assert!(sbbf.check(m), "{m} missing from the bloom filter");
+    }
+    let absent = ["step_time_seconds", "request_seconds", "tokens_per_second"];
+    assert!(absent.iter().any(|m| !sbbf.check(*m)));
+    let len = reader
+        .metadata()
+        .row_group(0)
+        .column(at)
+        .bloom_filter_length();
+    assert!(len.is_some_and(|l| l <= 1_024), "{len:?}");
+    // The other columns carry none.
+    assert!(rg.get_column_bloom_filter(0).is_none());
 }
 
 #[test]
