@@ -335,6 +335,26 @@ pub fn detect(
 mod tests {
     use super::*;
 
+    /// Every GPU's peer median from [`PeerMedians`] is [`median`] of the others, to the bit.
+    fn assert_peer_medians(levels: &[Option<f64>], scratch: &mut Vec<f64>) {
+        let peers = PeerMedians::new(levels, scratch);
+        for (i, own) in levels.iter().enumerate() {
+            let others: Vec<f64> = levels
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .filter_map(|(_, v)| *v)
+                .collect();
+            let (got, want) = (peers.excluding(*own), median(&others));
+            assert_eq!(got, want, "{levels:?} without {i}");
+            assert_eq!(
+                got.map(f64::to_bits),
+                want.map(f64::to_bits),
+                "{levels:?} without {i}"
+            );
+        }
+    }
+
     #[test]
     fn peer_medians_equal_the_median_of_the_others() {
         let levels = [
@@ -347,60 +367,26 @@ mod tests {
             Some(0.3),
         ];
         for len in 0..=levels.len() {
-            let levels = &levels[..len];
-            let peers = PeerMedians::new(levels, &mut Vec::new());
-            for i in 0..len {
-                let others: Vec<f64> = levels
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, _)| *j != i)
-                    .filter_map(|(_, v)| *v)
-                    .collect();
-                assert_eq!(
-                    peers.excluding(levels[i]),
-                    median(&others),
-                    "{levels:?} without {i}"
-                );
-            }
+            assert_peer_medians(&levels[..len], &mut Vec::new());
         }
     }
 
     #[test]
     fn peer_medians_equal_the_median_of_the_others_with_ties_and_gaps() {
         // Levels from a few values (many ties, -0.0 beside 0.0) and some GPUs without
-        // one, every count up to 40, from a fixed-seed generator.
+        // one, every count up to 40, from the fixtures' fixed-seed generator.
         let values = [0.0, -0.0, 0.25, 0.5, 0.5, 0.75, 1.0, f64::MIN_POSITIVE];
-        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = whyslow_fixtures::rng::Rng::new(7);
         let mut scratch = Vec::new();
         for len in 0..=40 {
             for _ in 0..8 {
                 let levels: Vec<Option<f64>> = (0..len)
                     .map(|_| {
-                        let r = next();
-                        (r % 5 != 0).then(|| values[(r >> 8) as usize % values.len()])
+                        let r = rng.next_u64();
+                        (!r.is_multiple_of(5)).then(|| values[(r >> 8) as usize % values.len()])
                     })
                     .collect();
-                let peers = PeerMedians::new(&levels, &mut scratch);
-                for i in 0..len {
-                    let others: Vec<f64> = levels
-                        .iter()
-                        .enumerate()
-                        .filter(|(j, _)| *j != i)
-                        .filter_map(|(_, v)| *v)
-                        .collect();
-                    let (got, want) = (peers.excluding(levels[i]), median(&others));
-                    assert_eq!(
-                        got.map(f64::to_bits),
-                        want.map(f64::to_bits),
-                        "{levels:?} without {i}"
-                    );
-                }
+                assert_peer_medians(&levels, &mut scratch);
             }
         }
     }
