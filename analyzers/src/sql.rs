@@ -291,16 +291,19 @@ pub async fn materialize(
     register_rows(ctx, name, df, name).await
 }
 
-/// Runs `df` and registers its rows as the in-memory table `name` (with `df`'s schema, so
-/// that an empty result still has its columns); errors name `file`.
+/// Runs `df` and registers its rows as the in-memory table `name`; errors name `file`.
+/// The table has the rows' schema, or `df`'s where there are none (so that an empty result
+/// still has its columns): the plan's may differ from the rows' in a column's nullability
+/// (a window function's, e.g.), which the table would refuse.
 async fn register_rows(
     ctx: &datafusion::prelude::SessionContext,
     name: &str,
     df: datafusion::dataframe::DataFrame,
     file: &'static str,
 ) -> crate::Result<()> {
-    let schema = std::sync::Arc::new(df.schema().as_arrow().clone());
+    let planned = std::sync::Arc::new(df.schema().as_arrow().clone());
     let batches = run(df, file).await?;
+    let schema = batches.first().map_or(planned, |b| b.schema());
     replace_table(ctx, name, schema, batches)
 }
 

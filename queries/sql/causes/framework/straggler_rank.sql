@@ -36,10 +36,11 @@ activity AS (
     min(m.value) AS floor
   FROM symptoms s
   -- The workload's GPU samples from an hour before the slowdown to its end, those that
-  -- name it (a GPU placed by its node alone may be another workload's: it would keep its
-  -- level and pass for the straggler).
+  -- name it, or that name nothing on a node the workload held alone (a GPU placed by a
+  -- shared node may be another workload's: it would keep its level and pass for the
+  -- straggler).
   JOIN symptom_gpu_samples m ON m.slowdown_id = s.slowdown_id
-    AND m.metric IN ('sm_active', 'tensor_active', 'power_watts') AND m.named
+    AND m.metric IN ('sm_active', 'tensor_active', 'power_watts') AND (m.named OR m.alone)
   WHERE s.slowdown_id NOT IN (SELECT slowdown_id FROM peers WHERE n >= 2)
   GROUP BY s.slowdown_id, m.metric, m.node, m.device
 ),
