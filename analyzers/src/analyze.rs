@@ -9,6 +9,7 @@ mod bucket_means;
 mod metric_scan;
 pub mod profiles;
 mod read;
+mod second_copies;
 mod serving;
 mod utilization;
 
@@ -209,21 +210,10 @@ pub async fn analyze(
     let mut found: Vec<Symptom> = Vec::new();
     let mut paces: BTreeMap<WorkloadName, Vec<PacePair>> = BTreeMap::new();
     let mut with_sdk: BTreeSet<(Option<String>, Option<String>)> = BTreeSet::new();
-    // Workloads whose SDK reports a pace: their trainer-log progress (another "run" with
-    // no run id) is not a second opinion.
-    let paced: BTreeSet<WorkloadName> = series
-        .iter()
-        .filter(|(_, r)| {
-            r.metrics.contains_key("step_time_seconds")
-                || r.metrics.contains_key("tokens_per_second")
-        })
-        .map(|(k, _)| (k.namespace.clone(), k.workload.clone()))
-        .collect();
     for (key, run) in &series {
         with_sdk.insert((key.namespace.clone(), key.workload.clone()));
-        let unpaced = !run.metrics.contains_key("step_time_seconds")
-            && !run.metrics.contains_key("tokens_per_second");
-        if unpaced && paced.contains(&(key.namespace.clone(), key.workload.clone())) {
+        // A trainer log's copy of what a run's SDK series tell is not a second opinion.
+        if second_copies::repeats_another(key, &series) {
             continue;
         }
         let wk = (key.namespace.clone(), key.workload.clone());

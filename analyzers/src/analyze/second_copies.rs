@@ -1,0 +1,152 @@
+//! Which of a workload's framework series the detectors read. A trainer's own log (a
+//! series that names no run) and its SDK (a series per run) often tell the same steps:
+//! read both and one restart is two slowdowns, its lost time counted twice in the
+//! workload's badput. The run's series is the one kept: it carries the run's identity and
+//! its per-rank data.
+
+use std::collections::BTreeMap;
+
+use crate::symptoms::WorkloadKey;
+use crate::symptoms::run::RunSeries;
+
+/// The share of a run-less series' time span its workload's runs must cover for it to be
+/// a copy of them: the same process logs and reports from its start to its end, so the two
+/// coincide but for a few seconds at each end.
+const COVERED: f64 = 0.8;
+
+/// The metrics that give a series its pace.
+const PACE: [&str; 2] = ["step_time_seconds", "tokens_per_second"];
+
+fn paced(run: &RunSeries) -> bool {
+    PACE.iter().any(|m| run.metrics.contains_key(*m))
+}
+
+/// The first and last time of a series' points.
+fn span(run: &RunSeries) -> Option<(i64, i64)> {
+    let times = run
+        .metrics
+        .values()
+        .flat_map(|ranks| ranks.values())
+        .flat_map(|points| points.iter().map(|p| p.time_ns));
+    times.fold(None, |acc, t| {
+        Some(acc.map_or((t, t), |(lo, hi): (i64, i64)| (lo.min(t), hi.max(t))))
+    })
+}
+
+/// Whether `key`'s series only repeats what another series of its workload tells:
+/// - it reports no pace where another of the workload's series does (a trainer log's
+///   progress beside an SDK's pace is not a second opinion);
+/// - or it names no run and the paced series of the workload's runs cover [`COVERED`] of
+///   its time span (a log of several runs is covered by them together).
+pub fn repeats_another(key: &WorkloadKey, series: &BTreeMap<WorkloadKey, RunSeries>) -> bool {
+    let Some(run) = series.get(key) else {
+        return false;
+    };
+    let others = || {
+        series.iter().filter(|(k, _)| {
+            *k != key && k.namespace == key.namespace && k.workload == key.workload
+        })
+    };
+    if !paced(run) {
+        return others().any(|(_, r)| paced(r));
+    }
+    let Some((lo, hi)) = span(run).filter(|_| key.run_id.is_none()) else {
+        return false;
+    };
+    let runs: Vec<(i64, i64)> = others()
+        .filter(|(k, r)| k.run_id.is_some() && paced(r))
+        .filter_map(|(_, r)| span(r))
+        .collect();
+    if hi == lo {
+        return runs.iter().any(|&(a, b)| a <= lo && lo <= b);
+    }
+    // Runs of one workload follow each other: their overlaps with the span add up.
+    let covered: i64 = runs
+        .iter()
+        .map(|&(a, b)| (hi.min(b) - lo.max(a)).max(0))
+        .sum();
+    covered as f64 >= COVERED * (hi - lo) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::symptoms::Point;
+
+    const MIN: i64 = 60_000_000_000;
+
+    fn key(run: Option<&str>) -> WorkloadKey {
+        WorkloadKey {
+            namespace: Some("ml".into()),
+            workload: Some("train".into()),
+            run_id: run.map(str::to_string),
+        }
+    }
+
+    /// A series of `metric` with a point a minute from minute `from` to minute `to`.
+    fn series(metric: &str, from: i64, to: i64) -> RunSeries {
+        let points = (from..=to)
+            .map(|m| Point {
+                time_ns: m * MIN,
+                step: Some(m),
+                value: 1.0,
+            })
+            .collect();
+        let mut run = RunSeries::default();
+        run.metrics
+            .entry(metric.to_string())
+            .or_default()
+            .insert(None, points);
+        run
+    }
+
+    #[test]
+    fn a_log_telling_a_runs_steps_is_a_second_copy_and_the_run_is_kept() {
+        let all = BTreeMap::from([
+            (key(None), series("step_time_seconds", 0, 90)),
+            (key(Some("run1")), series("step_time_seconds", 0, 90)),
+        ]);
+        assert!(repeats_another(&key(None), &all));
+        assert!(!repeats_another(&key(Some("run1")), &all));
+    }
+
+    #[test]
+    fn a_log_its_runs_cover_together_is_a_copy_and_one_they_cover_in_part_is_read() {
+        let two_runs = BTreeMap::from([
+            (key(None), series("step_time_seconds", 0, 90)),
+            (key(Some("run1")), series("step_time_seconds", 0, 40)),
+            (key(Some("run2")), series("step_time_seconds", 42, 90)),
+        ]);
+        assert!(repeats_another(&key(None), &two_runs));
+        // The SDK was on for the last 20 of the log's 90 minutes: the log alone tells the
+        // first 70.
+        let late_sdk = BTreeMap::from([
+            (key(None), series("step_time_seconds", 0, 90)),
+            (key(Some("run1")), series("step_time_seconds", 70, 90)),
+        ]);
+        assert!(!repeats_another(&key(None), &late_sdk));
+        // A run elsewhere in time, or without a pace of its own, repeats nothing.
+        let apart = BTreeMap::from([
+            (key(None), series("step_time_seconds", 0, 90)),
+            (key(Some("run1")), series("step_time_seconds", 200, 290)),
+        ]);
+        assert!(!repeats_another(&key(None), &apart));
+        let unpaced_run = BTreeMap::from([
+            (key(None), series("step_time_seconds", 0, 90)),
+            (key(Some("run1")), series("train_loss", 0, 90)),
+        ]);
+        assert!(!repeats_another(&key(None), &unpaced_run));
+        assert!(repeats_another(&key(Some("run1")), &unpaced_run));
+    }
+
+    #[test]
+    fn another_workloads_run_repeats_nothing() {
+        let mut other = key(Some("run1"));
+        other.workload = Some("eval".into());
+        let all = BTreeMap::from([
+            (key(None), series("step_time_seconds", 0, 90)),
+            (other, series("step_time_seconds", 0, 90)),
+        ]);
+        assert!(!repeats_another(&key(None), &all));
+    }
+}
