@@ -2,8 +2,9 @@
 -- workload from an hour before its start to its end: SM activity, tensor pipe activity,
 -- power draw, utilization, a TPU's duty cycle, each with its node and device. A sample
 -- names its workload, else its pod's (`pod_workloads`), else (no pod either) it is on one
--- of the workload's nodes (`named` false; `alone` true where the workload held that node
--- alone and its exporter labels no pod there). What the rules that tell an idle job from a
+-- of the workload's nodes while its pods were there, from an exporter that labels no pod on
+-- that node (`named` false, `placed` true; `alone` too where no other workload's pod was on
+-- the node). What the rules that tell an idle job from a
 -- straggling GPU compare (`framework.straggler_rank`, `framework.dataloader_stall`):
 -- computed once by the analyzer (`causes::register`, with the rules' `$first_start` and
 -- `$last_end`) and kept as the table `symptom_gpu_samples`, because each of them read
@@ -15,8 +16,10 @@ WITH around AS (
       AND (coalesce(m.namespace, p.namespace) IS NOT DISTINCT FROM s.namespace), false) AS mine,
     own.node IS NOT NULL AS on_own_node,
     m.pod IS NULL AND m.workload IS NULL AS unlabelled,
-    coalesce(shared.node IS NULL AND m.time >= held.since
-      AND (held.until IS NULL OR m.time <= held.until), false) AS held_alone
+    held.node IS NOT NULL AS held,
+    coalesce(m.time >= held.since AND (held.until IS NULL OR m.time <= held.until), false)
+      AS while_held,
+    shared.node IS NULL AS unshared
   FROM symptoms s
   JOIN metrics m
     ON m.metric IN ('sm_active', 'tensor_active', 'power_watts', 'gpu_util', 'duty_cycle')
@@ -31,9 +34,8 @@ WITH around AS (
   LEFT JOIN (SELECT DISTINCT slowdown_id, node FROM symptom_scope
              WHERE level IN ('focus', 'workload') AND node IS NOT NULL) own
     ON own.slowdown_id = s.slowdown_id AND own.node = m.node
-  -- Such a node is the workload's alone (`held_alone`) while its pods were there if no pod
-  -- of another workload was placed on it from the hour before the symptom to its end,
-  -- per-node agents aside (a DaemonSet's pods, told by its controller's events, run on
+  -- Nodes where a pod of another workload was placed from the hour before the symptom to
+  -- its end (`unshared` false), per-node agents aside (a DaemonSet's pods, told by its controller's events, run on
   -- every node and hold no GPU). A pod of unknown owner shares the node.
   LEFT JOIN (SELECT DISTINCT s2.slowdown_id, pl.node
              FROM symptoms s2
@@ -46,8 +48,8 @@ WITH around AS (
                AND NOT (pl.workload IS NOT NULL AND pl.workload = s2.workload
                         AND (pl.namespace IS NOT DISTINCT FROM s2.namespace))) shared
     ON shared.slowdown_id = s.slowdown_id AND shared.node = m.node
-  -- While the workload's pods were there: before, an unlabelled GPU is idle or another's.
-  -- (The span from its first pod's placement there to its last one's end.)
+  -- When the workload's pods were on the node (`while_held`): the span from its first pod's
+  -- placement there to its last one's end.
   LEFT JOIN (SELECT s3.slowdown_id, pl.node, min(pl.since) AS since,
                CASE WHEN bool_or(pl.until IS NULL) THEN NULL ELSE max(pl.until) END AS until
              FROM symptoms s3
@@ -66,12 +68,19 @@ WITH around AS (
 labelling AS (
   SELECT *, bool_or(NOT unlabelled) OVER (PARTITION BY slowdown_id, node) AS node_labelled
   FROM around
+),
+-- A node's unlabelled samples count only where no sample there names a pod or a workload:
+-- an exporter that maps pods labels every GPU a pod holds, so beside labelled samples an
+-- unlabelled one is a GPU no pod held (idle before the job started, or not allocated to
+-- it). And only while the workload's pods were there (before, the GPU idled or was
+-- another's), where the log places its pods at all (else, on the nodes of its scope, the
+-- whole hour). `alone` asks for its pods placed there, with no other workload's.
+placing AS (
+  SELECT *,
+    on_own_node AND unlabelled AND NOT node_labelled AND (while_held OR NOT held) AS placed
+  FROM labelling
 )
--- A node's unlabelled samples are the job's (`alone`) where it held the node alone and no
--- sample there names a pod or a workload: an exporter that maps pods labels every GPU a pod
--- holds, so beside labelled samples an unlabelled one is a GPU no pod held (idle before
--- the job started, or not allocated to it).
-SELECT slowdown_id, metric, node, device, time, value, mine AS named,
-  NOT mine AND held_alone AND NOT node_labelled AS alone
-FROM labelling
-WHERE mine OR (on_own_node AND unlabelled);
+SELECT slowdown_id, metric, node, device, time, value, mine AS named, placed,
+  placed AND while_held AND unshared AS alone
+FROM placing
+WHERE mine OR placed;

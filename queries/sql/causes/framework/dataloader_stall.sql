@@ -7,7 +7,8 @@
 --    else utilization or a TPU's duty cycle) below its own level of the hour before the
 --    onset, none kept it (that is a straggler) — so the devices sat idle between steps.
 --    Its GPUs are those `symptom_gpu_samples` gives: named by the sample or its pod, or,
---    from an exporter that labels neither, on the workload's own nodes.
+--    from an exporter that labels neither, on the workload's own nodes while its pods were
+--    there (an idle GPU's samples before the job started would pass for its level).
 --    Only for a training job's pace (a serving workload's utilization follows traffic).
 --    This is the contract's "duty cycle down with no infra signal": a conclusion by
 --    elimination, so its strength stays at most half, and any cause with evidence of its
