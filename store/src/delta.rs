@@ -209,19 +209,7 @@ pub(crate) async fn open_or_create(table: Table, root: &Root) -> Result<DeltaTab
     let delta = if existing.version().is_some() {
         existing
     } else {
-        let schema = delta_schema(table).map_err(err)?;
-        let partitions: Vec<&str> = table
-            .time_column()
-            .map(|_| PARTITION_COLUMN)
-            .into_iter()
-            .collect();
-        let created = existing
-            .create()
-            .with_columns(schema.fields().cloned())
-            .with_partition_columns(partitions)
-            .with_save_mode(SaveMode::Ignore)
-            .await;
-        match created {
+        match create(existing, table).await {
             Ok(created) => created,
             // Another writer may have created it first: read theirs, else the error.
             Err(e) => match load_table(root, table, true).await.map_err(err)? {
@@ -232,6 +220,27 @@ pub(crate) async fn open_or_create(table: Table, root: &Root) -> Result<DeltaTab
     };
     check_schema(table, dir, &delta)?;
     Ok(delta)
+}
+
+/// Creates `table`'s Delta table (schema, partition column) at version 0 from the empty
+/// handle `empty`; fails where another writer created it first. Not retried: delta-rs
+/// retries a create that lost version 0 as a commit of its metadata on top of the winner's
+/// table, and every writer whose snapshot is older then fails its next append with a
+/// conflict (`MetadataChanged`), as three writers creating one bucket's tables at once did.
+async fn create(empty: DeltaTable, table: Table) -> Result<DeltaTable, DeltaTableError> {
+    let schema = delta_schema(table)?;
+    let partitions: Vec<&str> = table
+        .time_column()
+        .map(|_| PARTITION_COLUMN)
+        .into_iter()
+        .collect();
+    empty
+        .create()
+        .with_columns(schema.fields().cloned())
+        .with_partition_columns(partitions)
+        .with_save_mode(SaveMode::Ignore)
+        .with_commit_properties(CommitProperties::default().with_max_retries(0))
+        .await
 }
 
 /// Refuses a table whose columns or partitioning are not `table`'s.
@@ -487,6 +496,59 @@ mod tests {
             "_keys/date=2026-11-29/0000000001-00001-ab.keys"
         );
         assert_eq!(keys_path_of("x.parquet"), "_keys/x.keys");
+    }
+
+    #[test]
+    fn writers_creating_one_table_at_once_leave_one_metadata_commit() {
+        // Eight writers that found no table create it at once, twenty times over: delta-rs
+        // retried a create that lost version 0 as a commit on top of the winner's, and
+        // then every append planned on version 0 failed (`MetadataChanged`).
+        const WRITERS: usize = 8;
+        let table = Table::Metrics;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(WRITERS)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        for round in 0..20 {
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            let root = Root::Local(dir.path().to_path_buf());
+            std::fs::create_dir_all(table_dir(&root, table)).expect("the table's directory");
+            let created = rt.block_on(async {
+                let mut empties = Vec::new();
+                for _ in 0..WRITERS {
+                    empties.push(
+                        load_table(&root, table, false)
+                            .await
+                            .expect("an empty handle"),
+                    );
+                }
+                let tasks: Vec<_> = empties
+                    .into_iter()
+                    .map(|empty| tokio::spawn(create(empty, table)))
+                    .collect();
+                let mut created = 0;
+                for t in tasks {
+                    if t.await.expect("a create task").is_ok() {
+                        created += 1;
+                    }
+                }
+                created
+            });
+            assert!(created >= 1, "round {round}: nobody created the table");
+            let log = dir.path().join(table.name()).join(DELTA_LOG_DIR);
+            let commits: Vec<String> = std::fs::read_dir(&log)
+                .expect("the log")
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .filter(|n| n.ends_with(".json"))
+                .collect();
+            assert_eq!(
+                commits,
+                vec!["00000000000000000000.json".to_string()],
+                "round {round}"
+            );
+        }
     }
 
     #[test]
