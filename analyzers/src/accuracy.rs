@@ -74,15 +74,15 @@ fn secs(t: &str) -> i64 {
 /// counts once.
 pub fn score(report: &Report, truth: &Truth) -> Score {
     let mut out = Score::default();
+    let overlaps = |s: &crate::report::Slowdown, inc: &TruthIncident| {
+        s.namespace.as_deref() == Some(inc.namespace.as_str())
+            && s.workload.as_deref() == Some(inc.workload.as_str())
+            && secs(&s.start) <= secs(&inc.end) + 60
+            && secs(&inc.start) <= secs(&s.end) + 60
+    };
     let overlapping = |inc: &TruthIncident| -> Vec<usize> {
         (0..report.slowdowns.len())
-            .filter(|&i| {
-                let s = &report.slowdowns[i];
-                s.namespace.as_deref() == Some(inc.namespace.as_str())
-                    && s.workload.as_deref() == Some(inc.workload.as_str())
-                    && secs(&s.start) <= secs(&inc.end) + 60
-                    && secs(&inc.start) <= secs(&s.end) + 60
-            })
+            .filter(|&i| overlaps(&report.slowdowns[i], inc))
             .collect()
     };
     let matched: Vec<Option<usize>> = truth
@@ -133,12 +133,6 @@ pub fn score(report: &Report, truth: &Truth) -> Score {
             },
         });
     }
-    let overlaps = |s: &crate::report::Slowdown, inc: &TruthIncident| {
-        s.namespace.as_deref() == Some(inc.namespace.as_str())
-            && s.workload.as_deref() == Some(inc.workload.as_str())
-            && secs(&s.start) <= secs(&inc.end) + 60
-            && secs(&inc.start) <= secs(&s.end) + 60
-    };
     for s in &report.slowdowns {
         let clean = truth.clean_workloads.iter().any(|c| {
             s.namespace.as_deref() == Some(c.namespace.as_str())
@@ -259,9 +253,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn an_incident_reported_in_parts_costs_their_sum_with_its_cause_only() {
-        let mut report = Report {
+    fn report(slowdowns: Vec<Slowdown>) -> Report {
+        Report {
             generated_at: String::new(),
             store: String::new(),
             window: crate::report::Window {
@@ -269,9 +262,13 @@ mod tests {
                 to: "2026-11-29T12:00:00Z".into(),
             },
             workloads: Vec::new(),
-            slowdowns: Vec::new(),
-        };
-        report.slowdowns = vec![
+            slowdowns,
+        }
+    }
+
+    #[test]
+    fn an_incident_reported_in_parts_costs_their_sum_with_its_cause_only() {
+        let mut report = report(vec![
             slowdown(
                 "stall",
                 "2026-11-29T09:49:54Z",
@@ -294,7 +291,7 @@ mod tests {
                 500.0,
                 "unknown",
             ),
-        ];
+        ]);
         let o = &score(&report, &truth(3200.0)).outcomes[0];
         assert!(o.detected && o.top1 && !o.kind_right, "{o:?}");
         let err = o.lost_error.expect("detected");
@@ -317,31 +314,22 @@ mod tests {
         latency.slowdown = "latency_regression".into();
         latency.lost_seconds = 1500.0;
         t.incidents.push(latency);
-        let report = Report {
-            generated_at: String::new(),
-            store: String::new(),
-            window: crate::report::Window {
-                from: "2026-11-29T09:00:00Z".into(),
-                to: "2026-11-29T12:00:00Z".into(),
-            },
-            workloads: Vec::new(),
-            slowdowns: vec![
-                slowdown(
-                    "capacity_shortfall",
-                    "2026-11-29T09:50:00Z",
-                    "2026-11-29T10:12:00Z",
-                    1320.0,
-                    "orchestrator.preemption",
-                ),
-                slowdown(
-                    "latency_regression",
-                    "2026-11-29T09:52:00Z",
-                    "2026-11-29T10:12:00Z",
-                    1200.0,
-                    "orchestrator.preemption",
-                ),
-            ],
-        };
+        let report = report(vec![
+            slowdown(
+                "capacity_shortfall",
+                "2026-11-29T09:50:00Z",
+                "2026-11-29T10:12:00Z",
+                1320.0,
+                "orchestrator.preemption",
+            ),
+            slowdown(
+                "latency_regression",
+                "2026-11-29T09:52:00Z",
+                "2026-11-29T10:12:00Z",
+                1200.0,
+                "orchestrator.preemption",
+            ),
+        ]);
         let sc = score(&report, &t);
         assert!(
             sc.outcomes

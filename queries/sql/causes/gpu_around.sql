@@ -4,8 +4,8 @@
 -- names its workload, else its pod's (`pod_workloads`), else (no pod either) it is on one
 -- of the workload's nodes while its pods were there, from an exporter that labels no pod on
 -- that node (`named` false, `placed` true; `alone` too where no other workload's pod was on
--- the node). What the rules that tell an idle job from a
--- straggling GPU compare (`framework.straggler_rank`, `framework.dataloader_stall`):
+-- the node). What the rules that tell an idle job from a straggling GPU compare
+-- (`framework.straggler_rank`, `framework.dataloader_stall`):
 -- computed once by the analyzer (`causes::register`, with the rules' `$first_start` and
 -- `$last_end`) and kept as the table `symptom_gpu_samples`, because each of them read
 -- these samples from `metrics` (1000 nodes x a day: ~0.4 s a read, most of it pages of
@@ -35,8 +35,9 @@ WITH around AS (
              WHERE level IN ('focus', 'workload') AND node IS NOT NULL) own
     ON own.slowdown_id = s.slowdown_id AND own.node = m.node
   -- Nodes where a pod of another workload was placed from the hour before the symptom to
-  -- its end (`unshared` false), per-node agents aside (a DaemonSet's pods, told by its controller's events, run on
-  -- every node and hold no GPU). A pod of unknown owner shares the node.
+  -- its end (`unshared` false), per-node agents aside (a DaemonSet's pods, told by its
+  -- controller's events, run on every node and hold no GPU). A pod of unknown owner
+  -- shares the node.
   LEFT JOIN (SELECT DISTINCT s2.slowdown_id, pl.node
              FROM symptoms s2
              JOIN pod_placements pl ON pl.node IS NOT NULL AND pl.since <= s2."end"
