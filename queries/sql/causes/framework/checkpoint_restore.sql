@@ -19,7 +19,7 @@ slow AS (
 SELECT e.slowdown_id, 'framework.checkpoint_restore' AS cause, 'workload' AS scope,
   min(e.node) AS node, CAST(NULL AS VARCHAR) AS device, min(e.time) AS time,
   array_agg(e.event_id ORDER BY e.time, e.event_id) AS evidence,
-  concat('Checkpoint restore took ', CAST(max(s.seconds) AS VARCHAR),
+  concat('Checkpoint restore took ', CAST(round(max(s.seconds), 2) AS VARCHAR),
     ' s against a normal ', CAST(round(min(s.normal), 1) AS VARCHAR), ' s of its earlier restores',
     CASE WHEN max(c.op_step) IS NOT NULL THEN concat(' (step ', CAST(max(c.op_step) AS VARCHAR), ')') END)
     AS summary

@@ -17,7 +17,7 @@ judged AS (
 ),
 slow AS (
   SELECT e.slowdown_id, e.scope, e.node, e.time, e.event_id,
-    concat(replace(e.kind, '_', ' '), ' took ', CAST(j.seconds AS VARCHAR), ' s against a normal ',
+    concat(replace(e.kind, '_', ' '), ' took ', CAST(round(j.seconds, 2) AS VARCHAR), ' s against a normal ',
       CAST(round(j.normal, 1) AS VARCHAR), ' s') AS what,
     concat(j.kind, '/', CAST(j.op AS VARCHAR)) AS checkpoint
   FROM symptom_events e
