@@ -205,37 +205,10 @@ pub fn tally<'a>(outcomes: impl IntoIterator<Item = &'a Outcome>) -> BTreeMap<St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{CauseEntry, Slowdown};
+    use crate::report::Slowdown;
 
     fn slowdown(kind: &str, start: &str, end: &str, lost: f64, cause: &str) -> Slowdown {
-        Slowdown {
-            slowdown_id: format!("{kind}-{start}"),
-            namespace: Some("ml".into()),
-            workload: Some("train".into()),
-            run_id: None,
-            kind: kind.into(),
-            ongoing: false,
-            nodes: Vec::new(),
-            pods: Vec::new(),
-            start: start.into(),
-            end: end.into(),
-            lost_seconds: lost,
-            baseline: None,
-            observed: None,
-            metric: None,
-            causes: vec![CauseEntry {
-                cause: cause.into(),
-                layer: None,
-                confidence: 0.9,
-                explained_seconds: lost,
-                node: None,
-                device: None,
-                summary: String::new(),
-                evidence: Vec::new(),
-                chain: Vec::new(),
-            }],
-            profiles: Vec::new(),
-        }
+        Slowdown::for_test(kind, cause, start, end, lost)
     }
 
     fn truth(lost: f64) -> Truth {

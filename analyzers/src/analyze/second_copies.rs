@@ -14,11 +14,8 @@ use crate::symptoms::run::RunSeries;
 /// coincide but for a few seconds at each end.
 const COVERED: f64 = 0.8;
 
-/// The metrics that give a series its pace.
-const PACE: [&str; 2] = ["step_time_seconds", "tokens_per_second"];
-
 fn paced(run: &RunSeries) -> bool {
-    PACE.iter().any(|m| run.metrics.contains_key(*m))
+    run.pace_metric().is_some()
 }
 
 /// The first and last time of a series' points.

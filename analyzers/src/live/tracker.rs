@@ -287,41 +287,17 @@ fn publish(inc: &mut Incident, status: Status) -> Revision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::CauseEntry;
 
     fn slowdown(id: &str, kind: &str, cause: &str, ongoing: bool, lost: f64) -> Slowdown {
+        let end = if ongoing {
+            "2026-11-29T10:05:00Z"
+        } else {
+            "2026-11-29T10:10:00Z"
+        };
         Slowdown {
             slowdown_id: id.into(),
-            namespace: Some("llm".into()),
-            workload: Some("train".into()),
-            run_id: None,
-            kind: kind.into(),
             ongoing,
-            nodes: vec![],
-            pods: vec![],
-            start: "2026-11-29T10:00:00Z".into(),
-            end: if ongoing {
-                "2026-11-29T10:05:00Z"
-            } else {
-                "2026-11-29T10:10:00Z"
-            }
-            .into(),
-            lost_seconds: lost,
-            baseline: Some(1.0),
-            observed: None,
-            metric: Some("step_time_seconds".into()),
-            causes: vec![CauseEntry {
-                cause: cause.into(),
-                layer: None,
-                confidence: 0.9,
-                explained_seconds: lost,
-                node: None,
-                device: None,
-                summary: String::new(),
-                evidence: vec![],
-                chain: vec![],
-            }],
-            profiles: vec![],
+            ..Slowdown::for_test(kind, cause, "2026-11-29T10:00:00Z", end, lost)
         }
     }
 

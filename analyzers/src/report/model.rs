@@ -104,6 +104,42 @@ pub struct ChainLink {
 }
 
 #[cfg(test)]
+impl Slowdown {
+    /// A slowdown of ml/train for tests: `kind` from `start` to `end` (RFC 3339), `lost`
+    /// seconds, `cause` its one cause (explaining all of it); the id is kind and start.
+    pub(crate) fn for_test(kind: &str, cause: &str, start: &str, end: &str, lost: f64) -> Self {
+        Slowdown {
+            slowdown_id: format!("{kind}-{start}"),
+            namespace: Some("ml".into()),
+            workload: Some("train".into()),
+            run_id: None,
+            kind: kind.into(),
+            ongoing: false,
+            nodes: Vec::new(),
+            pods: Vec::new(),
+            start: start.into(),
+            end: end.into(),
+            lost_seconds: lost,
+            baseline: Some(1.0),
+            observed: None,
+            metric: Some("step_time_seconds".into()),
+            causes: vec![CauseEntry {
+                cause: cause.into(),
+                layer: None,
+                confidence: 0.9,
+                explained_seconds: lost,
+                node: None,
+                device: None,
+                summary: String::new(),
+                evidence: Vec::new(),
+                chain: Vec::new(),
+            }],
+            profiles: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -17,6 +17,18 @@ pub struct RunSeries {
     pub placement: BTreeMap<Option<i32>, (Option<String>, Option<String>)>,
 }
 
+/// The metrics that give a run its pace, the one read first first.
+pub const PACE_METRICS: [&str; 2] = ["step_time_seconds", "tokens_per_second"];
+
+impl RunSeries {
+    /// The first of [`PACE_METRICS`] the run reports, if any.
+    pub fn pace_metric(&self) -> Option<&'static str> {
+        PACE_METRICS
+            .into_iter()
+            .find(|m| self.metrics.contains_key(*m))
+    }
+}
+
 /// What the framework announced about a workload: pauses, run starts and restores.
 #[derive(Debug, Clone, Default)]
 pub struct Marks {
@@ -150,9 +162,7 @@ pub fn detect_run(
     cfg: &DetectorConfig,
 ) -> Vec<Symptom> {
     let mut out = Vec::new();
-    let pace_metric = ["step_time_seconds", "tokens_per_second"]
-        .into_iter()
-        .find(|m| run.metrics.contains_key(*m));
+    let pace_metric = run.pace_metric();
     // The pace rank: the lowest rank that reports (rank 0, or the only one).
     let pace: Option<(&str, &Vec<Point>)> = pace_metric.and_then(|m| {
         run.metrics
