@@ -10,6 +10,7 @@ mod metric_scan;
 pub mod profiles;
 mod read;
 mod second_copies;
+mod segment_folds;
 mod serving;
 mod utilization;
 
@@ -36,7 +37,8 @@ use crate::symptoms::{
 use read::*;
 
 pub use metric_scan::Scanned;
-pub use read::scan_metrics;
+pub use read::{scan_metrics, scan_metrics_keeping};
+pub use segment_folds::{LastScan, SegmentFolds};
 
 pub use crate::symptoms::run::{Marks, RunSeries};
 
@@ -126,6 +128,19 @@ pub async fn analyze(
     sel: &Selection,
     cfg: &DetectorConfig,
 ) -> Result<Analysis> {
+    analyze_keeping(ctx, sel, cfg, None).await
+}
+
+/// [`analyze`], where the scan of the metric samples reuses the folds of the segments
+/// an earlier analysis kept in `kept` and keeps this one's there (the live analyzer's,
+/// between commits: `analyze/segment_folds.rs`). The result is the same as
+/// [`analyze`]'s.
+pub async fn analyze_keeping(
+    ctx: &SessionContext,
+    sel: &Selection,
+    cfg: &DetectorConfig,
+    kept: Option<&mut SegmentFolds>,
+) -> Result<Analysis> {
     let mut clock = Clock::new();
     let from = sel.from_ns.unwrap_or(0);
     let to = sel.to_ns.unwrap_or(i64::MAX / 2);
@@ -150,7 +165,7 @@ pub async fn analyze(
     // the utilization.
     let series = read_framework_series(ctx, &params).await?;
     clock.lap("framework series");
-    let scanned = scan_metrics(ctx, &params, &straggler_candidates(&series)).await?;
+    let scanned = scan_metrics_keeping(ctx, &params, &straggler_candidates(&series), kept).await?;
     sql::replace_table(
         ctx,
         "series_extents",

@@ -1,16 +1,17 @@
 //! The one scan of the metric samples reads a store's segments straight from Parquet, key
 //! columns as dictionaries (`whyslow_queries::dictionary_scan`): over the same rows it
 //! must find what the query `symptoms/metric_scan.sql` finds, for a whole store and for a
-//! window that cuts segments.
+//! window that cuts segments. The live analyzer's scan, which reuses the folds of the
+//! segments earlier scans read (`SegmentFolds`), must find what a scan of every segment
+//! finds, as the store grows.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use arrow::array::{AsArray, RecordBatch};
-use arrow::datatypes::Float64Type;
+use arrow::array::RecordBatch;
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
-use whyslow_analyzers::analyze::{Scanned, scan_metrics};
+use whyslow_analyzers::analyze::{Scanned, SegmentFolds, scan_metrics, scan_metrics_keeping};
 use whyslow_analyzers::columns::Columns;
 use whyslow_analyzers::command::ingest_dir;
 use whyslow_analyzers::sql::ts_param;
@@ -56,26 +57,12 @@ fn assert_same(direct: &Scanned, query: &Scanned, what: &str) -> usize {
         query.utilization_batch().unwrap(),
         "{what}: utilization"
     );
-    // GPU means are float sums, added in the order the rows came: equal to rounding.
+    // GPU means are sums of millionths: the same bits whatever order the rows came in.
     let (a, b) = (
         direct.activity_batch().unwrap(),
         query.activity_batch().unwrap(),
     );
-    assert_eq!(a.num_rows(), b.num_rows(), "{what}: GPU activity rows");
-    let mean = |r: &RecordBatch| {
-        r.column(r.num_columns() - 1)
-            .as_primitive::<Float64Type>()
-            .clone()
-    };
-    let (ma, mb) = (mean(&a), mean(&b));
-    for i in 0..a.num_rows() {
-        assert!((ma.value(i) - mb.value(i)).abs() <= 1e-9 * mb.value(i).abs().max(1.0));
-    }
-    let keys = |r: &RecordBatch| {
-        r.project(&(0..r.num_columns() - 1).collect::<Vec<_>>())
-            .unwrap()
-    };
-    assert_eq!(keys(&a), keys(&b), "{what}: GPU activity keys");
+    assert_eq!(a, b, "{what}: GPU activity");
     a.num_rows()
 }
 
@@ -140,4 +127,109 @@ fn segments_read_as_dictionaries_give_what_the_query_gives() {
         });
     }
     assert!(gpu_minutes > 0, "no GPU activity compared");
+}
+
+/// Every input file of a scenario, sorted (its answer key and README left out).
+fn input_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if !matches!(
+                path.file_name().and_then(|n| n.to_str()),
+                Some("truth.json" | "README.md")
+            ) {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn kept_segment_folds_give_what_a_scan_of_every_segment_gives_as_the_store_grows() {
+    use whyslow_ingest::run::{IngestOptions, ingest};
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = whyslow_fixtures::committed_scenarios_dir().join("combo-preemption-thermal");
+    let store = tempfile::tempdir().unwrap();
+    let mut folds = SegmentFolds::default();
+    let (mut reused, mut compared) = (0, 0);
+    // The scenario's files ingested one at a time: each adds segments, and the pods'
+    // workloads change as the Kubernetes records come in.
+    for file in input_files(&dir) {
+        let opts = IngestOptions::new(
+            store.path(),
+            vec![file.display().to_string()],
+            whyslow_ingest::Format::Auto,
+        );
+        ingest(&opts).unwrap();
+        rt.block_on(async {
+            let ctx = whyslow_queries::open_session(store.path()).await.unwrap();
+            let workloads = rows(
+                &ctx,
+                "SELECT DISTINCT namespace, workload FROM metrics WHERE workload IS NOT NULL",
+            )
+            .await;
+            let mut candidates = BTreeSet::new();
+            for w in &workloads {
+                let c = Columns::new(w, "workloads");
+                let (ns, wl) = (
+                    c.strings("namespace").unwrap(),
+                    c.strings("workload").unwrap(),
+                );
+                candidates.extend(ns.into_iter().zip(wl));
+            }
+            let params = [("from", ts_param(0)), ("to", ts_param(i64::MAX / 2))];
+            let kept = scan_metrics_keeping(&ctx, &params, &candidates, Some(&mut folds))
+                .await
+                .unwrap();
+            let every = scan_metrics(&ctx, &params, &candidates).await.unwrap();
+            if every.extents.num_rows() == 0 {
+                return;
+            }
+            let what = format!("after {}", file.display());
+            assert_same(&kept, &every, &what);
+            compared += 1;
+            reused += folds.last_scan().reused;
+            // Fewer candidates: the folds that kept a dropped one's activity are read again.
+            let fewer: BTreeSet<_> = candidates.iter().skip(1).cloned().collect();
+            let kept = scan_metrics_keeping(&ctx, &params, &fewer, Some(&mut folds))
+                .await
+                .unwrap();
+            let every = scan_metrics(&ctx, &params, &fewer).await.unwrap();
+            assert_same(&kept, &every, &format!("{what}, fewer candidates"));
+        });
+    }
+    assert!(compared >= 3, "only {compared} scans compared");
+    assert!(reused > 0, "no fold was reused");
+    // A window that cuts segments: those are read, not kept, and give the same.
+    rt.block_on(async {
+        let ctx = whyslow_queries::open_session(store.path()).await.unwrap();
+        let bounds = rows(&ctx, "SELECT min(time) AS lo, max(time) AS hi FROM metrics").await;
+        let c = Columns::new(&bounds[0], "bounds");
+        let (lo, hi) = (
+            c.times("lo").unwrap()[0].unwrap(),
+            c.times("hi").unwrap()[0].unwrap(),
+        );
+        let third = (hi - lo) / 3;
+        let params = [
+            ("from", ts_param(lo + third + 1)),
+            ("to", ts_param(hi - third - 1)),
+        ];
+        let none = BTreeSet::new();
+        for _ in 0..2 {
+            let kept = scan_metrics_keeping(&ctx, &params, &none, Some(&mut folds))
+                .await
+                .unwrap();
+            let every = scan_metrics(&ctx, &params, &none).await.unwrap();
+            assert_same(&kept, &every, "middle third");
+        }
+    });
 }

@@ -41,12 +41,20 @@ const BATCH_ROWS: usize = 64 * 1024;
 
 /// The batches of one scan, as the segments' readers produce them.
 pub struct DictionaryBatches {
-    rx: mpsc::Receiver<Result<RecordBatch, QueryError>>,
+    /// Each batch with the index of its segment in the list the scan was given.
+    rx: mpsc::Receiver<Result<(usize, RecordBatch), QueryError>>,
 }
 
 impl DictionaryBatches {
     /// The next batch; `None` once every segment has been read (or after an error).
     pub async fn next(&mut self) -> Option<Result<RecordBatch, QueryError>> {
+        Some(self.rx.recv().await?.map(|(_, b)| b))
+    }
+
+    /// The next batch with the index of its segment in the list given to
+    /// [`scan_segments`] (the batches of one segment come in order, those of different
+    /// segments interleaved).
+    pub async fn next_of_segment(&mut self) -> Option<Result<(usize, RecordBatch), QueryError>> {
         self.rx.recv().await
     }
 }
@@ -63,22 +71,52 @@ pub async fn scan(
     from_ns: i64,
     to_ns: i64,
 ) -> Result<Option<DictionaryBatches>, QueryError> {
+    let Some(segments) = segments_overlapping(ctx, table, from_ns, to_ns).await? else {
+        return Ok(None);
+    };
+    Ok(scan_segments(ctx, table, columns, from_ns, to_ns, segments))
+}
+
+/// The segments of the session's table `table` that may hold rows in [`from_ns`,
+/// `to_ns`], as [`scan`] reads them; `None` where that table does not read a store's
+/// segments or has no time column.
+pub async fn segments_overlapping(
+    ctx: &SessionContext,
+    table: Table,
+    from_ns: i64,
+    to_ns: i64,
+) -> Result<Option<Vec<Segment>>, QueryError> {
     let provider = ctx
         .table_provider(table.name())
         .await
         .map_err(QueryError::Plan)?;
-    let (Some(segments), Some(time)) = (
-        provider
-            .as_ref()
-            .downcast_ref::<SegmentTable>()
-            .map(|t| t.segments_overlapping(from_ns, to_ns)),
-        table.time_column(),
-    ) else {
+    if table.time_column().is_none() {
         return Ok(None);
-    };
-    let mut segments: Vec<Segment> = segments.into_iter().cloned().collect();
+    }
+    Ok(provider.as_ref().downcast_ref::<SegmentTable>().map(|t| {
+        t.segments_overlapping(from_ns, to_ns)
+            .into_iter()
+            .cloned()
+            .collect()
+    }))
+}
+
+/// Starts reading, as [`scan`] does, the rows in [`from_ns`, `to_ns`] of the given
+/// `segments` of `table` (some of those [`segments_overlapping`] lists: a reader that
+/// kept what it folded of the others reads only the rest); `None` where `table` has no
+/// time column.
+pub fn scan_segments(
+    ctx: &SessionContext,
+    table: Table,
+    columns: &[&str],
+    from_ns: i64,
+    to_ns: i64,
+    segments: Vec<Segment>,
+) -> Option<DictionaryBatches> {
+    let time = table.time_column()?;
+    let mut segments: Vec<(usize, Segment)> = segments.into_iter().enumerate().collect();
     // Largest first, so that the tasks finish together.
-    segments.sort_by_key(|s| std::cmp::Reverse(s.bytes));
+    segments.sort_by_key(|(_, s)| std::cmp::Reverse(s.bytes));
     let workers = ctx
         .copied_config()
         .target_partitions()
@@ -95,8 +133,8 @@ pub async fn scan(
     for _ in 0..workers {
         let (job, tx) = (job.clone(), tx.clone());
         tokio::spawn(async move {
-            while let Some(segment) = job.next_segment() {
-                match job.read(&segment, &tx).await {
+            while let Some((index, segment)) = job.next_segment() {
+                match job.read(index, &segment, &tx).await {
                     Ok(true) => {}
                     // The reader is gone: nothing more to do.
                     Ok(false) => return,
@@ -108,13 +146,13 @@ pub async fn scan(
             }
         });
     }
-    Ok(Some(DictionaryBatches { rx }))
+    Some(DictionaryBatches { rx })
 }
 
 /// What every task of one scan shares.
 struct Job {
-    /// The segments not yet taken by a task.
-    queue: Mutex<VecDeque<Segment>>,
+    /// The segments not yet taken by a task, with their index in the scan's list.
+    queue: Mutex<VecDeque<(usize, Segment)>>,
     /// The columns handed over, in the order asked for.
     output: SchemaRef,
     time: &'static str,
@@ -124,7 +162,7 @@ struct Job {
 }
 
 impl Job {
-    fn next_segment(&self) -> Option<Segment> {
+    fn next_segment(&self) -> Option<(usize, Segment)> {
         // A task that panicked while holding the lock poisoned it: the others stop too.
         self.queue.lock().ok()?.pop_front()
     }
@@ -133,8 +171,9 @@ impl Job {
     /// where the receiver has gone.
     async fn read(
         &self,
+        index: usize,
         segment: &Segment,
-        tx: &mpsc::Sender<Result<RecordBatch, QueryError>>,
+        tx: &mpsc::Sender<Result<(usize, RecordBatch), QueryError>>,
     ) -> Result<bool, QueryError> {
         let path = segment.path.display().to_string();
         let parquet = |source| QueryError::Segment {
@@ -202,7 +241,7 @@ impl Job {
                 path: path.clone(),
                 source: source.into(),
             })?;
-            if tx.send(Ok(batch)).await.is_err() {
+            if tx.send(Ok((index, batch))).await.is_err() {
                 return Ok(false);
             }
         }

@@ -1,34 +1,46 @@
 //! Means per time bucket, folded from samples as they stream: what a GPU's activity
 //! series needs, held as one entry per bucket instead of one per sample or per group of
-//! a hash aggregation.
+//! a hash aggregation. Sums are of millionths as integers, so that the same samples give
+//! the same bits in any order and folds of parts merge exactly.
+
+use super::utilization::millionths;
 
 /// The samples of one series, folded into per-bucket sums and counts.
 #[derive(Debug, Clone, Default)]
 pub struct BucketMeans {
-    /// `(bucket start, sum, count)`, in the order buckets were first met; a bucket met
-    /// again after others (samples out of time order) gets a second entry, merged by
-    /// [`BucketMeans::into_points`].
-    buckets: Vec<(i64, f64, u32)>,
+    /// `(bucket start, sum of millionths, count)`, in the order buckets were first met;
+    /// a bucket met again after others (samples out of time order, or another fold
+    /// merged) gets a second entry, merged by [`BucketMeans::into_points`].
+    buckets: Vec<(i64, i128, u32)>,
 }
 
 impl BucketMeans {
     /// Adds a sample at `time_ns` to the bucket of `width_ns` that holds it (buckets start
     /// at multiples of the width since the epoch, as `date_bin` with its default origin).
+    /// A value too large for millionths (beyond ±9.2e12) counts as missing.
     pub fn push(&mut self, time_ns: i64, width_ns: i64, value: f64) {
+        let Some(m) = millionths(value) else {
+            return;
+        };
         let bucket = time_ns.div_euclid(width_ns) * width_ns;
         match self.buckets.last_mut() {
             Some((b, sum, n)) if *b == bucket => {
-                *sum += value;
+                *sum += i128::from(m);
                 *n += 1;
             }
-            _ => self.buckets.push((bucket, value, 1)),
+            _ => self.buckets.push((bucket, i128::from(m), 1)),
         }
+    }
+
+    /// Adds another fold's samples.
+    pub fn merge(&mut self, other: &BucketMeans) {
+        self.buckets.extend_from_slice(&other.buckets);
     }
 
     /// `(bucket start, mean)` per bucket, in time order.
     pub fn into_points(mut self) -> Vec<(i64, f64)> {
         self.buckets.sort_by_key(|b| b.0);
-        let mut out: Vec<(i64, f64, u32)> = Vec::with_capacity(self.buckets.len());
+        let mut out: Vec<(i64, i128, u32)> = Vec::with_capacity(self.buckets.len());
         for (b, sum, n) in self.buckets {
             match out.last_mut() {
                 Some((ob, osum, on)) if *ob == b => {
@@ -39,7 +51,8 @@ impl BucketMeans {
             }
         }
         out.into_iter()
-            .map(|(b, sum, n)| (b, sum / f64::from(n)))
+            // (1e6 × a count is exact in f64: one rounding.)
+            .map(|(b, sum, n)| (b, sum as f64 / (1e6 * f64::from(n))))
             .collect()
     }
 }

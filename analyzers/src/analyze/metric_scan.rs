@@ -60,25 +60,52 @@ impl PodWorkloads {
         workload: Option<&'a str>,
         pod: Option<&str>,
     ) -> Vec<&'a str> {
-        let mapped = pod.and_then(|p| self.0.get(&(namespace.map(str::to_string), p.to_string())));
-        match (workload, mapped) {
+        match (workload, self.mapped(namespace, pod)) {
             (Some(w), Some(m)) => vec![w; m.len().max(1)],
             (Some(w), None) => vec![w],
             (None, Some(m)) => m.iter().map(String::as_str).collect(),
             (None, None) => Vec::new(),
         }
     }
+
+    /// The workloads of a pod (`None`: none known, or no pod).
+    fn mapped(&self, namespace: Option<&str>, pod: Option<&str>) -> Option<&Vec<String>> {
+        pod.and_then(|p| self.0.get(&(namespace.map(str::to_string), p.to_string())))
+    }
 }
 
-/// The fold of one scan.
-pub struct MetricScan<'a> {
-    pods: &'a PodWorkloads,
-    candidates: &'a BTreeSet<WorkloadName>,
-    /// The width of the activity buckets.
-    activity_bucket_ns: i64,
+/// What a fold reads besides the samples: which workloads the pods belong to, whose GPU
+/// activity to keep, and the width of the activity buckets.
+#[derive(Clone, Copy)]
+pub struct ScanBasis<'a> {
+    pub pods: &'a PodWorkloads,
+    pub candidates: &'a BTreeSet<WorkloadName>,
+    pub activity_bucket_ns: i64,
+}
+
+/// The fold of some rows of a scan: all of them, or one segment's (which the live
+/// analyzer keeps between analyses, `analyze/segment_folds.rs`). Folds of parts merge
+/// into the fold of the whole, exactly: extents are minima and maxima, sums are of
+/// millionths as integers, and the devices sampled for the scrape interval are the first
+/// by name whatever the order.
+#[derive(Default, Clone)]
+pub struct ScanFold {
     extents: HashMap<SeriesKey, (i64, i64)>,
     utilization: UtilizationFold,
     activity: BTreeMap<WorkloadName, BTreeMap<String, GpuMeans>>,
+    /// What the fold read of its basis, where asked to keep it ([`ScanFold::recording`]).
+    read: Option<BasisRead>,
+}
+
+/// What a fold read of its [`ScanBasis`]: the fold stands for as long as another basis
+/// reads the same.
+#[derive(Default, Clone)]
+struct BasisRead {
+    /// The workloads of each pod a utilization or activity sample named (`None`: none).
+    pods: HashMap<(Option<String>, String), Option<Vec<String>>>,
+    /// Whether each workload asked about was a straggler candidate.
+    candidates: HashMap<WorkloadName, bool>,
+    activity_bucket_ns: i64,
 }
 
 /// What a scan found.
@@ -104,24 +131,64 @@ pub fn series_extents_schema() -> SchemaRef {
     ]))
 }
 
-impl<'a> MetricScan<'a> {
-    pub fn new(
-        pods: &'a PodWorkloads,
-        candidates: &'a BTreeSet<WorkloadName>,
-        activity_bucket_ns: i64,
-    ) -> Self {
-        MetricScan {
-            pods,
-            candidates,
-            activity_bucket_ns,
-            extents: HashMap::new(),
-            utilization: UtilizationFold::default(),
-            activity: BTreeMap::new(),
+impl ScanFold {
+    /// A fold that keeps what it reads of its basis, so that it can be told later whether
+    /// it still holds under another ([`ScanFold::holds_under`]).
+    pub fn recording(basis: &ScanBasis<'_>) -> Self {
+        ScanFold {
+            read: Some(BasisRead {
+                activity_bucket_ns: basis.activity_bucket_ns,
+                ..BasisRead::default()
+            }),
+            ..ScanFold::default()
+        }
+    }
+
+    /// Whether folding the same rows under `basis` would give this fold: every pod and
+    /// candidate it read reads the same there. A fold that kept nothing of what it read
+    /// is never known to hold.
+    pub fn holds_under(&self, basis: &ScanBasis<'_>) -> bool {
+        let Some(read) = &self.read else {
+            return false;
+        };
+        let pods_same = read
+            .pods
+            .iter()
+            .all(|((ns, pod), had)| basis.pods.mapped(ns.as_deref(), Some(pod)) == had.as_ref());
+        let candidates_same = read
+            .candidates
+            .iter()
+            .all(|(wk, was)| basis.candidates.contains(wk) == *was);
+        read.activity_bucket_ns == basis.activity_bucket_ns && pods_same && candidates_same
+    }
+
+    /// Adds another fold's rows to this one's (what this one read of its basis is kept
+    /// as it is).
+    pub fn merge(&mut self, other: &ScanFold) {
+        for (key, &(lo, hi)) in &other.extents {
+            let e = self.extents.entry(key.clone()).or_insert((lo, hi));
+            e.0 = e.0.min(lo);
+            e.1 = e.1.max(hi);
+        }
+        self.utilization.merge(&other.utilization);
+        for (wk, metrics) in &other.activity {
+            let mine = self.activity.entry(wk.clone()).or_default();
+            for (m, gpus) in metrics {
+                let mine = mine.entry(m.clone()).or_default();
+                for (gpu, means) in gpus {
+                    mine.entry(gpu.clone()).or_default().merge(means);
+                }
+            }
         }
     }
 
     /// Folds one batch of the scan's rows (any order; runs of one series are cheap).
-    pub fn fold(&mut self, b: &RecordBatch, file: &'static str) -> Result<()> {
+    pub fn fold(
+        &mut self,
+        basis: &ScanBasis<'_>,
+        b: &RecordBatch,
+        file: &'static str,
+    ) -> Result<()> {
         let c = Columns::new(b, file);
         let (ns, w, pod, node, device, metric) = (
             c.texts("namespace")?,
@@ -163,7 +230,12 @@ impl<'a> MetricScan<'a> {
             if !is_utilization && !is_activity {
                 continue;
             }
-            for workload in self.pods.name(ns.get(i), w.get(i), pod.get(i)) {
+            if let (Some(read), Some(p)) = (self.read.as_mut(), pod.get(i)) {
+                read.pods
+                    .entry((ns.get(i).map(str::to_string), p.to_string()))
+                    .or_insert_with(|| basis.pods.mapped(ns.get(i), Some(p)).cloned());
+            }
+            for workload in basis.pods.name(ns.get(i), w.get(i), pod.get(i)) {
                 let samples = rows
                     .clone()
                     .filter_map(|r| time.get(r).map(|t| (t, value.get(r))));
@@ -179,7 +251,11 @@ impl<'a> MetricScan<'a> {
                     continue;
                 }
                 let wk = (ns.get(i).map(str::to_string), Some(workload.to_string()));
-                if !self.candidates.contains(&wk) {
+                let candidate = basis.candidates.contains(&wk);
+                if let Some(read) = self.read.as_mut() {
+                    read.candidates.entry(wk.clone()).or_insert(candidate);
+                }
+                if !candidate {
                     continue;
                 }
                 let (Some(n), d) = (node.get(i), device.get(i)) else {
@@ -196,7 +272,7 @@ impl<'a> MetricScan<'a> {
                 // `avg` of SQL: samples without a value do not count.
                 for (t, v) in samples {
                     if let Some(v) = v {
-                        means.push(t, self.activity_bucket_ns, v);
+                        means.push(t, basis.activity_bucket_ns, v);
                     }
                 }
             }
@@ -602,5 +678,156 @@ mod tests {
         assert!(pods.name(Some("ml"), None, Some("q")).is_empty());
         assert_eq!(pods.name(Some("x"), Some("w"), Some("p")), vec!["w"]);
         assert!(pods.name(Some("ml"), None, None).is_empty());
+    }
+
+    /// A row of a test batch: workload, pod, node, device, metric, seconds, value.
+    type Row<'a> = (
+        Option<&'a str>,
+        &'a str,
+        &'a str,
+        &'a str,
+        &'a str,
+        i64,
+        f64,
+    );
+
+    /// A batch of the scan's columns, in namespace `ml`.
+    fn batch(rows: &[Row<'_>]) -> RecordBatch {
+        let text = |k: usize| {
+            let texts = rows.iter().map(|r| match k {
+                0 => Some("ml"),
+                1 => r.0,
+                2 => Some(r.1),
+                3 => Some(r.2),
+                4 => Some(r.3),
+                _ => Some(r.4),
+            });
+            Arc::new(texts.collect::<StringArray>()) as ArrayRef
+        };
+        let columns = vec![
+            text(0),
+            text(1),
+            text(2),
+            text(3),
+            text(4),
+            text(5),
+            Arc::new(
+                rows.iter()
+                    .map(|r| Some(r.5 * 1_000_000))
+                    .collect::<TimestampMicrosecondArray>()
+                    .with_timezone("UTC"),
+            ) as ArrayRef,
+            Arc::new(rows.iter().map(|r| Some(r.6)).collect::<Float64Array>()),
+        ];
+        let text_field = |n: &str| Field::new(n, DataType::Utf8, true);
+        let schema = Schema::new(vec![
+            text_field("namespace"),
+            text_field("workload"),
+            text_field("pod"),
+            text_field("node"),
+            text_field("device"),
+            text_field("metric"),
+            Field::new("time", timestamp_type(), true),
+            Field::new("value", DataType::Float64, true),
+        ]);
+        RecordBatch::try_new(Arc::new(schema), columns).unwrap()
+    }
+
+    fn outputs(fold: ScanFold) -> (RecordBatch, RecordBatch, RecordBatch) {
+        let s = fold.finish().unwrap();
+        (
+            s.extents.clone(),
+            s.utilization_batch().unwrap(),
+            s.activity_batch().unwrap(),
+        )
+    }
+
+    #[test]
+    fn folds_of_parts_merge_into_the_fold_of_the_whole_to_the_bit() {
+        let mut pods = PodWorkloads::default();
+        pods.insert(Some("ml".into()), "p0".into(), "train".into());
+        let candidates = BTreeSet::from([(Some("ml".to_string()), Some("train".to_string()))]);
+        let basis = ScanBasis {
+            pods: &pods,
+            candidates: &candidates,
+            activity_bucket_ns: 60_000_000_000,
+        };
+        // Two GPUs of `train` (one labelled by its pod only), 0.1-steps that are not
+        // exact in binary, a series split across the two parts, an unrelated metric.
+        let mut rows = Vec::new();
+        for (dev, workload) in [("0", None), ("1", Some("train"))] {
+            for k in 0..12 {
+                let v = 0.1 * (k % 7) as f64 + 0.3;
+                rows.push((workload, "p0", "n1", dev, "sm_active", 15 * k, v));
+                rows.push((workload, "p0", "n1", dev, "gpu_util", 15 * k, 100.0 * v));
+                rows.push((workload, "p0", "n1", dev, "fb_used", 15 * k, 7.0));
+            }
+        }
+        let mut whole = ScanFold::default();
+        whole.fold(&basis, &batch(&rows), "test").unwrap();
+        // The parts in reverse order, the rows of each reversed.
+        let (a, b) = rows.split_at(rows.len() / 2 + 1);
+        let mut merged = ScanFold::default();
+        for part in [b, a] {
+            let mut reversed = part.to_vec();
+            reversed.reverse();
+            let mut f = ScanFold::recording(&basis);
+            f.fold(&basis, &batch(&reversed), "test").unwrap();
+            assert!(f.holds_under(&basis));
+            merged.merge(&f);
+        }
+        let (whole, merged) = (outputs(whole), outputs(merged));
+        assert_eq!(whole.0.num_rows(), 2);
+        assert!(whole.2.num_rows() > 0);
+        assert_eq!(whole, merged);
+    }
+
+    #[test]
+    fn a_fold_holds_while_what_it_read_of_pods_and_candidates_reads_the_same() {
+        let mut pods = PodWorkloads::default();
+        pods.insert(Some("ml".into()), "p0".into(), "train".into());
+        let train = (Some("ml".to_string()), Some("train".to_string()));
+        let candidates = BTreeSet::from([train.clone()]);
+        let basis = ScanBasis {
+            pods: &pods,
+            candidates: &candidates,
+            activity_bucket_ns: 60_000_000_000,
+        };
+        let rows = [(None, "p0", "n1", "0", "sm_active", 0, 0.5)];
+        let mut f = ScanFold::recording(&basis);
+        f.fold(&basis, &batch(&rows), "test").unwrap();
+        assert!(f.holds_under(&basis));
+        // Another pod mapped, or another workload a candidate: nothing it read changed.
+        let mut more = PodWorkloads::default();
+        more.insert(Some("ml".into()), "p0".into(), "train".into());
+        more.insert(Some("ml".into()), "p9".into(), "serve".into());
+        let wider = BTreeSet::from([train.clone(), (Some("ml".into()), Some("serve".into()))]);
+        let same = ScanBasis {
+            pods: &more,
+            candidates: &wider,
+            ..basis
+        };
+        assert!(f.holds_under(&same));
+        // Its pod now maps to two workloads, or `train` is no candidate: it does not hold.
+        let mut remapped = PodWorkloads::default();
+        remapped.insert(Some("ml".into()), "p0".into(), "train".into());
+        remapped.insert(Some("ml".into()), "p0".into(), "eval".into());
+        assert!(!f.holds_under(&ScanBasis {
+            pods: &remapped,
+            ..basis
+        }));
+        let none = BTreeSet::new();
+        assert!(!f.holds_under(&ScanBasis {
+            candidates: &none,
+            ..basis
+        }));
+        assert!(!f.holds_under(&ScanBasis {
+            activity_bucket_ns: 30_000_000_000,
+            ..basis
+        }));
+        // A fold that kept nothing of what it read is never known to hold.
+        let mut plain = ScanFold::default();
+        plain.fold(&basis, &batch(&rows), "test").unwrap();
+        assert!(!plain.holds_under(&basis));
     }
 }

@@ -10,7 +10,8 @@ use arrow::datatypes::{DataType, Field, Schema};
 
 use datafusion::prelude::SessionContext;
 
-use super::metric_scan::{MetricScan, PodWorkloads, Scanned};
+use super::metric_scan::{PodWorkloads, ScanBasis, ScanFold, Scanned};
+use super::segment_folds::SegmentFolds;
 use super::{ACTIVITY_BUCKET_NS, Placement, WorkloadExtent};
 use crate::attribution::EventInfo;
 use crate::columns::Columns;
@@ -235,34 +236,67 @@ pub async fn scan_metrics(
     params: &Params,
     candidates: &BTreeSet<WorkloadName>,
 ) -> Result<Scanned> {
+    scan_metrics_keeping(ctx, params, candidates, None).await
+}
+
+/// [`scan_metrics`], reusing and keeping the folds of a store's segments in `kept` where
+/// given (the live analyzer's, between analyses): the same result, from only the
+/// segments not folded before.
+pub async fn scan_metrics_keeping(
+    ctx: &SessionContext,
+    params: &Params,
+    candidates: &BTreeSet<WorkloadName>,
+    kept: Option<&mut SegmentFolds>,
+) -> Result<Scanned> {
     let pods = read_pod_workloads(ctx).await?;
-    let mut scan = MetricScan::new(&pods, candidates, ACTIVITY_BUCKET_NS);
+    let basis = ScanBasis {
+        pods: &pods,
+        candidates,
+        activity_bucket_ns: ACTIVITY_BUCKET_NS,
+    };
     // A store's segments are read straight from Parquet with the key columns as
     // dictionaries (the same rows as the query's, `whyslow_queries::dictionary_scan`);
     // other tables (in memory, in tests) with the query.
-    let direct = match (param_ns(params, "from"), param_ns(params, "to")) {
+    let segments = match (param_ns(params, "from"), param_ns(params, "to")) {
         (Some(from), Some(to)) => {
-            dictionary_scan::scan(ctx, Table::Metrics, &SCANNED_COLUMNS, from, to)
+            dictionary_scan::segments_overlapping(ctx, Table::Metrics, from, to)
                 .await
                 .map_err(|source| AnalyzeError::Segments { source })?
+                .map(|s| (s, (from, to)))
         }
         _ => None,
     };
-    match direct {
-        Some(mut batches) => {
-            while let Some(b) = batches.next().await {
-                let b = b.map_err(|source| AnalyzeError::Segments { source })?;
-                scan.fold(&b, q::METRIC_SCAN.path)?;
+    let mut fold = ScanFold::default();
+    match (segments, kept) {
+        (Some((segments, window)), Some(kept)) => {
+            fold = kept
+                .fold(ctx, &basis, segments, window, &SCANNED_COLUMNS)
+                .await?;
+        }
+        (Some((segments, (from, to))), None) => {
+            let scan = dictionary_scan::scan_segments(
+                ctx,
+                Table::Metrics,
+                &SCANNED_COLUMNS,
+                from,
+                to,
+                segments,
+            );
+            if let Some(mut batches) = scan {
+                while let Some(b) = batches.next().await {
+                    let b = b.map_err(|source| AnalyzeError::Segments { source })?;
+                    fold.fold(&basis, &b, q::METRIC_SCAN.path)?;
+                }
             }
         }
-        None => {
+        (None, _) => {
             sql::for_each_batch(ctx, q::METRIC_SCAN, params, |b| {
-                scan.fold(b, q::METRIC_SCAN.path)
+                fold.fold(&basis, b, q::METRIC_SCAN.path)
             })
             .await?
         }
     }
-    scan.finish()
+    fold.finish()
 }
 
 /// The columns `symptoms/metric_scan.sql` selects.

@@ -30,7 +30,7 @@ pub type Utilization = BTreeMap<WorkloadName, BTreeMap<String, (Option<i64>, Vec
 type Device = (Option<String>, Option<String>);
 
 /// One workload's samples of one metric.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Series {
     /// Per scrape time: the sum of the values in millionths (`None` while every value
     /// was missing) and the number of samples.
@@ -42,7 +42,7 @@ struct Series {
 }
 
 /// The fold: samples in, [`Utilization`] out.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct UtilizationFold {
     series: BTreeMap<(WorkloadName, String), Series>,
 }
@@ -95,6 +95,31 @@ impl UtilizationFold {
         }
     }
 
+    /// Adds another fold's samples: the same as folding them here. The first devices of
+    /// both are the first of the union (a device among the first of all is among the
+    /// first of every part it appears in), with every time either kept of them.
+    pub fn merge(&mut self, other: &UtilizationFold) {
+        for (key, theirs) in &other.series {
+            let mine = self.series.entry(key.clone()).or_default();
+            for (&t, &(sum, n)) in &theirs.per_time {
+                let entry = mine.per_time.entry(t).or_insert((None, 0));
+                entry.1 += n;
+                if let Some(s) = sum {
+                    entry.0 = Some(entry.0.unwrap_or(0).saturating_add(s));
+                }
+            }
+            for (device, times) in &theirs.sampled {
+                mine.sampled
+                    .entry(device.clone())
+                    .or_default()
+                    .extend_from_slice(times);
+            }
+            while mine.sampled.len() > SAMPLED_DEVICES {
+                mine.sampled.pop_last();
+            }
+        }
+    }
+
     /// Each workload's interval and buckets.
     pub fn finish(self) -> Utilization {
         let mut out = Utilization::new();
@@ -130,7 +155,7 @@ impl UtilizationFold {
 }
 
 /// A value in millionths, rounded half away from zero; `None` where it does not fit.
-fn millionths(v: f64) -> Option<i64> {
+pub(super) fn millionths(v: f64) -> Option<i64> {
     let m = (v * 1e6).round();
     // (i64::MAX as f64 rounds up to 2^63, which does not fit: hence the strict bound.)
     (m.is_finite() && m >= i64::MIN as f64 && m < i64::MAX as f64).then_some(m as i64)

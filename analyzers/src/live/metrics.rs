@@ -1,6 +1,6 @@
 //! The live analyzer's own metrics, served beside the worker's on `/metrics`: how long
-//! analyses take, how far the verdicts trail the evidence, and the incidents published
-//! by status.
+//! analyses take, how far the verdicts trail the evidence, the incidents published by
+//! status, and the metric segments the analyses read or folded before.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -16,6 +16,13 @@ pub struct StatusLabels {
     pub status: String,
 }
 
+/// Labels of the segment counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ScanLabels {
+    /// `read` (decoded by the analysis) or `reused` (folded by an earlier one).
+    pub how: &'static str,
+}
+
 /// Handles to every series (clones share their values).
 #[derive(Clone)]
 pub struct LiveMetrics {
@@ -28,6 +35,8 @@ pub struct LiveMetrics {
     /// Seconds from the earliest arrival of the evidence an analysis covered to its
     /// revisions going out (the last analysis that published).
     pub analysis_lag_seconds: Gauge<f64, AtomicU64>,
+    /// Metric segments the analyses' scans covered, by how (read, or reused).
+    pub scanned_segments: Family<ScanLabels, Counter>,
 }
 
 impl Default for LiveMetrics {
@@ -37,6 +46,7 @@ impl Default for LiveMetrics {
             failed_analyses: Counter::default(),
             incidents: Family::default(),
             analysis_lag_seconds: Gauge::default(),
+            scanned_segments: Family::default(),
         }
     }
 }
@@ -65,6 +75,20 @@ impl LiveMetrics {
             "Seconds from the evidence's arrival to the revisions it caused",
             self.analysis_lag_seconds.clone(),
         );
+        r.register(
+            "scanned_segments",
+            "Metric segments the live analyses' scans covered: read, or reused from an earlier analysis",
+            self.scanned_segments.clone(),
+        );
+    }
+
+    /// Counts what one analysis' scan did with its segments.
+    pub fn scanned(&self, read: usize, reused: usize) {
+        for (how, n) in [("read", read), ("reused", reused)] {
+            self.scanned_segments
+                .get_or_create(&ScanLabels { how })
+                .inc_by(n as u64);
+        }
     }
 
     /// Counts a published revision.
@@ -90,6 +114,8 @@ mod tests {
         m.published("opened");
         m.analysis_seconds.observe(0.2);
         m.analysis_lag_seconds.set(1.5);
+        m.scanned(3, 0);
+        m.scanned(1, 3);
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         assert!(
@@ -102,6 +128,14 @@ mod tests {
         );
         assert!(
             text.contains("whyslow_live_analysis_lag_seconds 1.5"),
+            "{text}"
+        );
+        assert!(
+            text.contains("whyslow_live_scanned_segments_total{how=\"read\"} 4"),
+            "{text}"
+        );
+        assert!(
+            text.contains("whyslow_live_scanned_segments_total{how=\"reused\"} 3"),
             "{text}"
         );
     }

@@ -21,7 +21,7 @@ use super::metrics::LiveMetrics;
 use super::publisher::{Incident, IncidentPublisher};
 use super::standing::published_incidents;
 use super::tracker::{Published, Sighting, Tracker};
-use crate::analyze::{Selection, analyze};
+use crate::analyze::{SegmentFolds, Selection, analyze_keeping};
 use crate::symptoms::DetectorConfig;
 use crate::{AnalyzeError, Result};
 
@@ -175,6 +175,9 @@ fn serve(mut opts: LiveOptions, rx: Receiver<(Store, Committed)>) -> LiveSummary
     // analysis), so another worker's analyzer takes over at its next commit.
     let mut leadership: Option<Leadership> = None;
     let mut tracker = Tracker::new();
+    // The metric scan's folds of the segments earlier analyses read, reused by the next
+    // (`analyze/segment_folds.rs`): an analysis decodes only what was committed since.
+    let mut folds = SegmentFolds::default();
     let mut alerts = opts.alertmanager.take();
     let mut rest_until = std::time::Instant::now();
     loop {
@@ -245,7 +248,7 @@ fn serve(mut opts: LiveOptions, rx: Receiver<(Store, Committed)>) -> LiveSummary
         }
         summary.analyses += 1;
         let started = std::time::Instant::now();
-        let analyzed = runtime.block_on(analyze_window(&opts, &store));
+        let analyzed = runtime.block_on(analyze_window(&opts, &store, &mut folds));
         let took = started.elapsed();
         opts.metrics.analysis_seconds.observe(took.as_secs_f64());
         rest_until = std::time::Instant::now() + rest_after(took, opts.busy_share);
@@ -348,7 +351,11 @@ type Window = (Vec<Sighting>, i64, bool);
 
 /// Analyzes the last `opts.window` of data of `store` (the store as the stream worker's
 /// commit left it); `None` when it holds no data yet.
-async fn analyze_window(opts: &LiveOptions, store: &Store) -> Result<Option<Window>> {
+async fn analyze_window(
+    opts: &LiveOptions,
+    store: &Store,
+    folds: &mut SegmentFolds,
+) -> Result<Option<Window>> {
     let Some(WindowStart { from, truncated }) = window_of(store, opts.window) else {
         return Ok(None);
     };
@@ -359,7 +366,9 @@ async fn analyze_window(opts: &LiveOptions, store: &Store) -> Result<Option<Wind
         from_ns: truncated.then_some(from),
         ..Selection::default()
     };
-    let analysis = analyze(&ctx, &selection, &opts.detectors).await?;
+    let analysis = analyze_keeping(&ctx, &selection, &opts.detectors, Some(folds)).await?;
+    let scan = folds.last_scan();
+    opts.metrics.scanned(scan.read, scan.reused);
     let report =
         crate::report::build::build(&analysis, &opts.store.display().to_string(), Utc::now());
     // Each report slowdown with its finding's extent, paired by slowdown id.
@@ -383,7 +392,13 @@ async fn analyze_window(opts: &LiveOptions, store: &Store) -> Result<Option<Wind
             })
         })
         .collect();
-    debug!(from, truncated, "Live analysis done.");
+    debug!(
+        from,
+        truncated,
+        segments_read = scan.read,
+        segments_reused = scan.reused,
+        "Live analysis done."
+    );
     Ok(Some((sightings, from, truncated)))
 }
 

@@ -1,0 +1,113 @@
+//! The metric scan's folds of earlier analyses, one per segment: what the live analyzer
+//! keeps between commits, so that an analysis decodes only the segments committed since
+//! the last one (and those its window cuts), not its whole window again.
+//!
+//! A segment's fold is reused while the segment lies whole inside the window and what
+//! the fold read besides the samples (which workloads its pods belong to, which workloads
+//! are straggler candidates) still reads the same (`ScanFold::holds_under`). Folds merge
+//! exactly (`analyze/metric_scan.rs`), so an analysis that reuses them finds what one
+//! that reads every segment finds. Memory is bounded by the window: a segment that leaves
+//! it, or that compaction replaced, is dropped at the next scan.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use datafusion::prelude::SessionContext;
+use whyslow_queries::{Segment, dictionary_scan};
+use whyslow_schemas::Table;
+
+use super::metric_scan::{ScanBasis, ScanFold};
+use crate::sql::symptoms as q;
+use crate::{AnalyzeError, Result};
+
+/// A segment as its fold is kept under: its file, rows and bytes. A committed segment is
+/// never rewritten in place (compaction writes new files), so its path names its content;
+/// the rows and bytes make sure.
+type SegmentId = (PathBuf, u64, u64);
+
+/// Folds of the segments of earlier scans.
+#[derive(Default)]
+pub struct SegmentFolds {
+    folds: HashMap<SegmentId, ScanFold>,
+    last: LastScan,
+}
+
+/// What the last scan did with its segments.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LastScan {
+    /// Segments whose kept fold was used.
+    pub reused: usize,
+    /// Segments read (new ones, ones the window cuts, ones whose fold no longer held).
+    pub read: usize,
+}
+
+impl SegmentFolds {
+    /// What the last scan reused and read.
+    pub fn last_scan(&self) -> LastScan {
+        self.last
+    }
+
+    /// The fold of the rows of `segments` in [`from_ns`, `to_ns`] under `basis`: the
+    /// kept folds where they hold, the others read (`columns` of the metric table) and
+    /// kept where the segment lies whole in the window.
+    pub(super) async fn fold(
+        &mut self,
+        ctx: &SessionContext,
+        basis: &ScanBasis<'_>,
+        segments: Vec<Segment>,
+        (from_ns, to_ns): (i64, i64),
+        columns: &[&str],
+    ) -> Result<ScanFold> {
+        let inside = |s: &Segment| {
+            s.min_time_ns.is_some_and(|t| t >= from_ns) && s.max_time_ns.is_some_and(|t| t <= to_ns)
+        };
+        let mut total = ScanFold::default();
+        let mut kept = HashMap::new();
+        let mut to_read = Vec::new();
+        for s in segments {
+            let id = id_of(&s);
+            match self.folds.remove(&id) {
+                Some(f) if inside(&s) && f.holds_under(basis) => {
+                    total.merge(&f);
+                    kept.insert(id, f);
+                }
+                _ => to_read.push(s),
+            }
+        }
+        self.last = LastScan {
+            reused: kept.len(),
+            read: to_read.len(),
+        };
+        let mut parts: Vec<ScanFold> = to_read.iter().map(|_| ScanFold::recording(basis)).collect();
+        let scan = dictionary_scan::scan_segments(
+            ctx,
+            Table::Metrics,
+            columns,
+            from_ns,
+            to_ns,
+            to_read.clone(),
+        );
+        if let Some(mut batches) = scan {
+            while let Some(b) = batches.next_of_segment().await {
+                let (i, b) = b.map_err(|source| AnalyzeError::Segments { source })?;
+                // (The scan tags each batch with its segment's index in `to_read`.)
+                if let Some(part) = parts.get_mut(i) {
+                    part.fold(basis, &b, q::METRIC_SCAN.path)?;
+                }
+            }
+        }
+        for (s, part) in to_read.iter().zip(parts) {
+            total.merge(&part);
+            if inside(s) {
+                kept.insert(id_of(s), part);
+            }
+        }
+        // Whatever was not in this window (gone out of it, or compacted away) is dropped.
+        self.folds = kept;
+        Ok(total)
+    }
+}
+
+fn id_of(s: &Segment) -> SegmentId {
+    (s.path.clone(), s.rows, s.bytes)
+}
