@@ -38,7 +38,9 @@ use read::*;
 
 pub use metric_scan::Scanned;
 pub use read::{scan_metrics, scan_metrics_keeping};
-pub use segment_folds::{LastScan, SegmentFolds};
+pub use segment_folds::{
+    DEFAULT_BUDGET_BYTES as DEFAULT_FOLD_BUDGET_BYTES, LastScan, SegmentFolds,
+};
 
 pub use crate::symptoms::run::{Marks, RunSeries};
 

@@ -231,5 +231,34 @@ fn kept_segment_folds_give_what_a_scan_of_every_segment_gives_as_the_store_grows
             let every = scan_metrics(&ctx, &params, &none).await.unwrap();
             assert_same(&kept, &every, "middle third");
         }
+        // No budget: nothing kept, every scan reads every segment.
+        let whole = [("from", ts_param(0)), ("to", ts_param(i64::MAX / 2))];
+        let mut unkept = SegmentFolds::with_budget(0);
+        for _ in 0..2 {
+            let kept = scan_metrics_keeping(&ctx, &whole, &none, Some(&mut unkept))
+                .await
+                .unwrap();
+            let every = scan_metrics(&ctx, &whole, &none).await.unwrap();
+            assert_same(&kept, &every, "no budget");
+            let scan = unkept.last_scan();
+            assert_eq!((scan.reused, scan.kept_bytes), (0, 0));
+            assert!(scan.read > 0);
+        }
+        // A budget of one fold's size or so keeps the newest segments' only.
+        let mut some = SegmentFolds::default();
+        scan_metrics_keeping(&ctx, &whole, &none, Some(&mut some))
+            .await
+            .unwrap();
+        let all = some.last_scan();
+        assert!(all.kept_bytes > 0 && all.read > 1, "{all:?}");
+        let mut part = SegmentFolds::with_budget(all.kept_bytes / 2);
+        for _ in 0..2 {
+            scan_metrics_keeping(&ctx, &whole, &none, Some(&mut part))
+                .await
+                .unwrap();
+        }
+        let scan = part.last_scan();
+        assert!(scan.kept_bytes <= all.kept_bytes / 2, "{scan:?}");
+        assert!(scan.read > 0, "{scan:?}");
     });
 }

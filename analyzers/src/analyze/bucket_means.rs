@@ -32,6 +32,11 @@ impl BucketMeans {
         }
     }
 
+    /// About how many bytes the buckets hold.
+    pub fn approx_bytes(&self) -> usize {
+        self.buckets.capacity() * std::mem::size_of::<(i64, i128, u32)>()
+    }
+
     /// Adds another fold's samples.
     pub fn merge(&mut self, other: &BucketMeans) {
         self.buckets.extend_from_slice(&other.buckets);

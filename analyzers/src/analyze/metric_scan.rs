@@ -33,6 +33,11 @@ const UTILIZATION: [&str; 2] = ["gpu_util", "duty_cycle"];
 /// The GPU activity metrics the straggler detector reads.
 const ACTIVITY: [&str; 3] = ["sm_active", "tensor_active", "power_watts"];
 
+/// The estimated bytes of a text besides its characters (its `String` and its option).
+const TEXT_BYTES: usize = 24;
+/// The estimated bytes of a map's entry besides its key and value.
+const ENTRY_BYTES: usize = 32;
+
 /// A series as `series_extents` keys it: namespace, workload, pod, node, device.
 type SeriesKey = [Option<String>; 5];
 
@@ -160,6 +165,30 @@ impl ScanFold {
             .iter()
             .all(|(wk, was)| basis.candidates.contains(wk) == *was);
         read.activity_bucket_ns == basis.activity_bucket_ns && pods_same && candidates_same
+    }
+
+    /// About how many bytes the fold holds (strings, entries and the maps' overhead,
+    /// estimated): what the live analyzer's budget of kept folds counts.
+    pub fn approx_bytes(&self) -> usize {
+        let text = |t: &Option<String>| TEXT_BYTES + t.as_ref().map_or(0, String::capacity);
+        let extents: usize = self
+            .extents
+            .keys()
+            .map(|k| k.iter().map(text).sum::<usize>() + ENTRY_BYTES)
+            .sum();
+        let activity: usize = self
+            .activity
+            .values()
+            .flat_map(|metrics| metrics.values())
+            .flat_map(|gpus| gpus.iter())
+            .map(|((node, device), means)| {
+                TEXT_BYTES + node.capacity() + text(device) + ENTRY_BYTES + means.approx_bytes()
+            })
+            .sum();
+        let read = self.read.as_ref().map_or(0, |r| {
+            (r.pods.len() + r.candidates.len()) * (2 * TEXT_BYTES + 2 * ENTRY_BYTES)
+        });
+        extents + activity + self.utilization.approx_bytes() + read
     }
 
     /// Adds another fold's rows to this one's (what this one read of its basis is kept

@@ -6,8 +6,13 @@
 //! the fold read besides the samples (which workloads its pods belong to, which workloads
 //! are straggler candidates) still reads the same (`ScanFold::holds_under`). Folds merge
 //! exactly (`analyze/metric_scan.rs`), so an analysis that reuses them finds what one
-//! that reads every segment finds. Memory is bounded by the window: a segment that leaves
-//! it, or that compaction replaced, is dropped at the next scan.
+//! that reads every segment finds. A segment that leaves the window, or that compaction
+//! replaced, is dropped at the next scan.
+//!
+//! Memory is bounded by a budget ([`SegmentFolds::with_budget`]): a fold holds about as
+//! much as its segment's GPU-minutes and series, so the folds of a long window of a large
+//! fleet can outgrow what the analysis itself needs. The newest segments' folds are kept
+//! first; older segments beyond the budget are read from the store at each analysis.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -25,11 +30,21 @@ use crate::{AnalyzeError, Result};
 /// the rows and bytes make sure.
 type SegmentId = (PathBuf, u64, u64);
 
+/// The default budget of the kept folds, in bytes (estimated, [`ScanFold::approx_bytes`]).
+pub const DEFAULT_BUDGET_BYTES: usize = 256 << 20;
+
 /// Folds of the segments of earlier scans.
-#[derive(Default)]
 pub struct SegmentFolds {
-    folds: HashMap<SegmentId, ScanFold>,
+    /// Each kept fold with its estimated bytes.
+    folds: HashMap<SegmentId, (ScanFold, usize)>,
+    budget_bytes: usize,
     last: LastScan,
+}
+
+impl Default for SegmentFolds {
+    fn default() -> Self {
+        SegmentFolds::with_budget(DEFAULT_BUDGET_BYTES)
+    }
 }
 
 /// What the last scan did with its segments.
@@ -37,11 +52,24 @@ pub struct SegmentFolds {
 pub struct LastScan {
     /// Segments whose kept fold was used.
     pub reused: usize,
-    /// Segments read (new ones, ones the window cuts, ones whose fold no longer held).
+    /// Segments read (new ones, ones the window cuts, ones whose fold no longer held,
+    /// ones beyond the budget).
     pub read: usize,
+    /// The estimated bytes of the folds kept for the next scan.
+    pub kept_bytes: usize,
 }
 
 impl SegmentFolds {
+    /// Folds kept up to about `budget_bytes` (0: none kept, every scan reads every
+    /// segment).
+    pub fn with_budget(budget_bytes: usize) -> Self {
+        SegmentFolds {
+            folds: HashMap::new(),
+            budget_bytes,
+            last: LastScan::default(),
+        }
+    }
+
     /// What the last scan reused and read.
     pub fn last_scan(&self) -> LastScan {
         self.last
@@ -61,23 +89,22 @@ impl SegmentFolds {
         let inside = |s: &Segment| {
             s.min_time_ns.is_some_and(|t| t >= from_ns) && s.max_time_ns.is_some_and(|t| t <= to_ns)
         };
+        let max_times: HashMap<SegmentId, Option<i64>> =
+            segments.iter().map(|s| (id_of(s), s.max_time_ns)).collect();
         let mut total = ScanFold::default();
         let mut kept = HashMap::new();
         let mut to_read = Vec::new();
         for s in segments {
             let id = id_of(&s);
             match self.folds.remove(&id) {
-                Some(f) if inside(&s) && f.holds_under(basis) => {
+                Some((f, bytes)) if inside(&s) && f.holds_under(basis) => {
                     total.merge(&f);
-                    kept.insert(id, f);
+                    kept.insert(id, (f, bytes));
                 }
                 _ => to_read.push(s),
             }
         }
-        self.last = LastScan {
-            reused: kept.len(),
-            read: to_read.len(),
-        };
+        let (reused, read) = (kept.len(), to_read.len());
         let mut parts: Vec<ScanFold> = to_read.iter().map(|_| ScanFold::recording(basis)).collect();
         let scan = dictionary_scan::scan_segments(
             ctx,
@@ -99,11 +126,32 @@ impl SegmentFolds {
         for (s, part) in to_read.iter().zip(parts) {
             total.merge(&part);
             if inside(s) {
-                kept.insert(id_of(s), part);
+                let bytes = part.approx_bytes();
+                kept.insert(id_of(s), (part, bytes));
             }
         }
-        // Whatever was not in this window (gone out of it, or compacted away) is dropped.
-        self.folds = kept;
+        // Whatever was not in this window (gone out of it, or compacted away) is dropped;
+        // of the rest, the newest segments' folds up to the budget are kept.
+        let mut newest: Vec<(Option<i64>, SegmentId, (ScanFold, usize))> = kept
+            .into_iter()
+            .map(|(id, f)| (max_times.get(&id).copied().flatten(), id, f))
+            .collect();
+        newest.sort_by(|a, b| (b.0, &b.1).cmp(&(a.0, &a.1)));
+        let mut kept_bytes = 0;
+        self.folds = newest
+            .into_iter()
+            .filter_map(|(_, id, (f, bytes))| {
+                (kept_bytes + bytes <= self.budget_bytes).then(|| {
+                    kept_bytes += bytes;
+                    (id, (f, bytes))
+                })
+            })
+            .collect();
+        self.last = LastScan {
+            reused,
+            read,
+            kept_bytes,
+        };
         Ok(total)
     }
 }

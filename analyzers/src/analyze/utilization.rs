@@ -120,6 +120,17 @@ impl UtilizationFold {
         }
     }
 
+    /// About how many bytes the fold holds (entries and sampled times; keys at 64 bytes).
+    pub fn approx_bytes(&self) -> usize {
+        self.series
+            .values()
+            .map(|s| {
+                let times: usize = s.sampled.values().map(|t| 64 + 8 * t.capacity()).sum();
+                64 + s.per_time.capacity() * 32 + times
+            })
+            .sum()
+    }
+
     /// Each workload's interval and buckets.
     pub fn finish(self) -> Utilization {
         let mut out = Utilization::new();

@@ -47,6 +47,9 @@ pub struct LiveOptions {
     /// core; a smaller share leaves more of it to ingest, for later verdicts (see
     /// [`DEFAULT_BUSY_SHARE`]).
     pub busy_share: f64,
+    /// The most memory the metric scan's kept segment folds may take between analyses,
+    /// in bytes (estimated; 0: none kept, every analysis reads its whole window).
+    pub fold_budget_bytes: usize,
 }
 
 /// The default [`LiveOptions::busy_share`]: analyses back to back. Measured on a
@@ -76,6 +79,7 @@ impl LiveOptions {
             metrics: LiveMetrics::default(),
             detectors: DetectorConfig::default(),
             busy_share: DEFAULT_BUSY_SHARE,
+            fold_budget_bytes: crate::analyze::DEFAULT_FOLD_BUDGET_BYTES,
         }
     }
 }
@@ -177,7 +181,7 @@ fn serve(mut opts: LiveOptions, rx: Receiver<(Store, Committed)>) -> LiveSummary
     let mut tracker = Tracker::new();
     // The metric scan's folds of the segments earlier analyses read, reused by the next
     // (`analyze/segment_folds.rs`): an analysis decodes only what was committed since.
-    let mut folds = SegmentFolds::default();
+    let mut folds = SegmentFolds::with_budget(opts.fold_budget_bytes);
     let mut alerts = opts.alertmanager.take();
     let mut rest_until = std::time::Instant::now();
     loop {
@@ -397,6 +401,7 @@ async fn analyze_window(
         truncated,
         segments_read = scan.read,
         segments_reused = scan.reused,
+        folds_kept_bytes = scan.kept_bytes,
         "Live analysis done."
     );
     Ok(Some((sightings, from, truncated)))

@@ -74,6 +74,10 @@ struct Args {
     /// --analysis-share`; 1: back to back).
     #[arg(long, default_value_t = whyslow_analyzers::live::runner::DEFAULT_BUSY_SHARE)]
     analysis_share: f64,
+    /// The most memory, in MiB, the live analyzer keeps of its metric scans' segment
+    /// folds between analyses (0: none, every analysis reads its whole window).
+    #[arg(long, default_value_t = whyslow_analyzers::analyze::DEFAULT_FOLD_BUDGET_BYTES >> 20)]
+    fold_budget_mib: usize,
 }
 
 /// What one scenario gave.
@@ -138,7 +142,10 @@ fn main() -> Result<()> {
             &format!("{tag}-{i}"),
             flush,
             Pace::of(&args),
-            args.analysis_share,
+            AnalyzerSettings {
+                share: args.analysis_share,
+                fold_budget_bytes: args.fold_budget_mib << 20,
+            },
         )?;
         if args.verbose {
             for i in &run.incidents {
@@ -209,6 +216,14 @@ fn records_in(payload: &[u8]) -> usize {
         .count()
 }
 
+/// How the live analyzer of a run is set.
+struct AnalyzerSettings {
+    /// `LiveOptions::busy_share`.
+    share: f64,
+    /// `LiveOptions::fold_budget_bytes`.
+    fold_budget_bytes: usize,
+}
+
 fn run_scenario(
     brokers: &str,
     dir: &Path,
@@ -216,7 +231,7 @@ fn run_scenario(
     prefix: &str,
     flush: Duration,
     pace: Pace,
-    analysis_share: f64,
+    analyzer: AnalyzerSettings,
 ) -> Result<Run> {
     let name = dir
         .file_name()
@@ -244,7 +259,8 @@ fn run_scenario(
     let metrics = LiveMetrics::default();
     let mut live = LiveOptions::new(store.to_path_buf());
     live.metrics = metrics.clone();
-    live.busy_share = analysis_share;
+    live.busy_share = analyzer.share;
+    live.fold_budget_bytes = analyzer.fold_budget_bytes;
     live.publisher = Some(IncidentPublisher::new(brokers, &incidents_topic, &[])?);
     let analyzer = LiveAnalyzer::start(live)?;
 
