@@ -11,7 +11,7 @@ use arrow::datatypes::{DataType, Field, Schema};
 use datafusion::prelude::SessionContext;
 
 use super::metric_scan::{PodWorkloads, ScanBasis, ScanFold, Scanned};
-use super::segment_folds::SegmentFolds;
+use super::segment_folds::{SegmentFolds, read_into};
 use super::{ACTIVITY_BUCKET_NS, Placement, WorkloadExtent};
 use crate::attribution::EventInfo;
 use crate::columns::Columns;
@@ -273,21 +273,8 @@ pub async fn scan_metrics_keeping(
                 .fold(ctx, &basis, segments, window, &SCANNED_COLUMNS)
                 .await?;
         }
-        (Some((segments, (from, to))), None) => {
-            let scan = dictionary_scan::scan_segments(
-                ctx,
-                Table::Metrics,
-                &SCANNED_COLUMNS,
-                from,
-                to,
-                segments,
-            );
-            if let Some(mut batches) = scan {
-                while let Some(b) = batches.next().await {
-                    let b = b.map_err(|source| AnalyzeError::Segments { source })?;
-                    fold.fold(&basis, &b, q::METRIC_SCAN.path)?;
-                }
-            }
+        (Some((segments, window)), None) => {
+            fold = read_into(fold, ctx, &basis, segments, window, &SCANNED_COLUMNS).await?;
         }
         (None, _) => {
             sql::for_each_batch(ctx, q::METRIC_SCAN, params, |b| {

@@ -77,7 +77,8 @@ impl SegmentFolds {
 
     /// The fold of the rows of `segments` in [`from_ns`, `to_ns`] under `basis`: the
     /// kept folds where they hold, the others read (`columns` of the metric table) and
-    /// kept where the segment lies whole in the window.
+    /// kept where the segment lies whole in the window. (A scan that fails forgets
+    /// every fold: the next one reads every segment.)
     pub(super) async fn fold(
         &mut self,
         ctx: &SessionContext,
@@ -91,12 +92,29 @@ impl SegmentFolds {
         };
         let max_times: HashMap<SegmentId, Option<i64>> =
             segments.iter().map(|s| (id_of(s), s.max_time_ns)).collect();
+        let mut earlier = std::mem::take(&mut self.folds);
+        if self.budget_bytes == 0 {
+            // Nothing to keep: one fold of every segment, as without kept folds.
+            self.last = LastScan {
+                read: segments.len(),
+                ..LastScan::default()
+            };
+            return read_into(
+                ScanFold::default(),
+                ctx,
+                basis,
+                segments,
+                (from_ns, to_ns),
+                columns,
+            )
+            .await;
+        }
         let mut total = ScanFold::default();
         let mut kept = HashMap::new();
         let mut to_read = Vec::new();
         for s in segments {
             let id = id_of(&s);
-            match self.folds.remove(&id) {
+            match earlier.remove(&id) {
                 Some((f, bytes)) if inside(&s) && f.holds_under(basis) => {
                     total.merge(&f);
                     kept.insert(id, (f, bytes));
@@ -154,6 +172,26 @@ impl SegmentFolds {
         };
         Ok(total)
     }
+}
+
+/// `fold` with the rows of `segments` in the window folded in.
+pub(super) async fn read_into(
+    mut fold: ScanFold,
+    ctx: &SessionContext,
+    basis: &ScanBasis<'_>,
+    segments: Vec<Segment>,
+    (from_ns, to_ns): (i64, i64),
+    columns: &[&str],
+) -> Result<ScanFold> {
+    let scan =
+        dictionary_scan::scan_segments(ctx, Table::Metrics, columns, from_ns, to_ns, segments);
+    if let Some(mut batches) = scan {
+        while let Some(b) = batches.next().await {
+            let b = b.map_err(|source| AnalyzeError::Segments { source })?;
+            fold.fold(basis, &b, q::METRIC_SCAN.path)?;
+        }
+    }
+    Ok(fold)
 }
 
 fn id_of(s: &Segment) -> SegmentId {
