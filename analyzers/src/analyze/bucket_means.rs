@@ -8,10 +8,11 @@ use super::utilization::millionths;
 /// The samples of one series, folded into per-bucket sums and counts.
 #[derive(Debug, Clone, Default)]
 pub struct BucketMeans {
-    /// `(bucket start, sum of millionths, count)`, in the order buckets were first met;
+    /// `(bucket start, sum of millionths, count)`, in the order buckets were first met
+    /// (24 bytes each: the sums saturate at ±9.2e12, as the utilization's do);
     /// a bucket met again after others (samples out of time order, or another fold
     /// merged) gets a second entry, merged by [`BucketMeans::into_points`].
-    buckets: Vec<(i64, i128, u32)>,
+    buckets: Vec<(i64, i64, u32)>,
 }
 
 impl BucketMeans {
@@ -25,16 +26,16 @@ impl BucketMeans {
         let bucket = time_ns.div_euclid(width_ns) * width_ns;
         match self.buckets.last_mut() {
             Some((b, sum, n)) if *b == bucket => {
-                *sum += i128::from(m);
+                *sum = sum.saturating_add(m);
                 *n += 1;
             }
-            _ => self.buckets.push((bucket, i128::from(m), 1)),
+            _ => self.buckets.push((bucket, m, 1)),
         }
     }
 
     /// About how many bytes the buckets hold.
     pub fn approx_bytes(&self) -> usize {
-        self.buckets.capacity() * std::mem::size_of::<(i64, i128, u32)>()
+        self.buckets.capacity() * std::mem::size_of::<(i64, i64, u32)>()
     }
 
     /// Adds another fold's samples.
@@ -45,11 +46,11 @@ impl BucketMeans {
     /// `(bucket start, mean)` per bucket, in time order.
     pub fn into_points(mut self) -> Vec<(i64, f64)> {
         self.buckets.sort_by_key(|b| b.0);
-        let mut out: Vec<(i64, i128, u32)> = Vec::with_capacity(self.buckets.len());
+        let mut out: Vec<(i64, i64, u32)> = Vec::with_capacity(self.buckets.len());
         for (b, sum, n) in self.buckets {
             match out.last_mut() {
                 Some((ob, osum, on)) if *ob == b => {
-                    *osum += sum;
+                    *osum = osum.saturating_add(sum);
                     *on += n;
                 }
                 _ => out.push((b, sum, n)),

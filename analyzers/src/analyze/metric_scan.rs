@@ -52,9 +52,12 @@ pub type Activity = BTreeMap<WorkloadName, BTreeMap<String, Vec<GpuSeries>>>;
 pub struct PodWorkloads(HashMap<(Option<String>, String), Vec<String>>);
 
 impl PodWorkloads {
-    /// Adds one row of `pod_workloads`.
+    /// Adds one row of `pod_workloads` (a pod's workloads are kept sorted, so that the
+    /// same rows in any order map a pod alike).
     pub fn insert(&mut self, namespace: Option<String>, pod: String, workload: String) {
-        self.0.entry((namespace, pod)).or_default().push(workload);
+        let workloads = self.0.entry((namespace, pod)).or_default();
+        let at = workloads.partition_point(|w| *w < workload);
+        workloads.insert(at, workload);
     }
 
     /// The workloads a sample counts for, as the join names them: its own, once per
@@ -99,6 +102,9 @@ pub struct ScanFold {
     utilization: UtilizationFold,
     activity: BTreeMap<WorkloadName, BTreeMap<String, GpuMeans>>,
     /// What the fold read of its basis, where asked to keep it ([`ScanFold::recording`]).
+    /// Such a fold keeps every workload's GPU activity, not only the candidates': which
+    /// workloads are candidates changes as their framework series arrive, and the
+    /// candidates' activity is taken when folds merge ([`ScanFold::merge`]).
     read: Option<BasisRead>,
 }
 
@@ -108,8 +114,6 @@ pub struct ScanFold {
 struct BasisRead {
     /// The workloads of each pod a utilization or activity sample named (`None`: none).
     pods: HashMap<(Option<String>, String), Option<Vec<String>>>,
-    /// Whether each workload asked about was a straggler candidate.
-    candidates: HashMap<WorkloadName, bool>,
     activity_bucket_ns: i64,
 }
 
@@ -149,9 +153,9 @@ impl ScanFold {
         }
     }
 
-    /// Whether folding the same rows under `basis` would give this fold: every pod and
-    /// candidate it read reads the same there. A fold that kept nothing of what it read
-    /// is never known to hold.
+    /// Whether folding the same rows under `basis` would give this fold (but for the
+    /// activity of workloads that are not candidates): every pod it read maps alike
+    /// there. A fold that kept nothing of what it read is never known to hold.
     pub fn holds_under(&self, basis: &ScanBasis<'_>) -> bool {
         let Some(read) = &self.read else {
             return false;
@@ -160,11 +164,7 @@ impl ScanFold {
             .pods
             .iter()
             .all(|((ns, pod), had)| basis.pods.mapped(ns.as_deref(), Some(pod)) == had.as_ref());
-        let candidates_same = read
-            .candidates
-            .iter()
-            .all(|(wk, was)| basis.candidates.contains(wk) == *was);
-        read.activity_bucket_ns == basis.activity_bucket_ns && pods_same && candidates_same
+        read.activity_bucket_ns == basis.activity_bucket_ns && pods_same
     }
 
     /// About how many bytes the fold holds (strings, entries and the maps' overhead,
@@ -185,15 +185,16 @@ impl ScanFold {
                 TEXT_BYTES + node.capacity() + text(device) + ENTRY_BYTES + means.approx_bytes()
             })
             .sum();
-        let read = self.read.as_ref().map_or(0, |r| {
-            (r.pods.len() + r.candidates.len()) * (2 * TEXT_BYTES + 2 * ENTRY_BYTES)
-        });
+        let read = self
+            .read
+            .as_ref()
+            .map_or(0, |r| r.pods.len() * (2 * TEXT_BYTES + 2 * ENTRY_BYTES));
         extents + activity + self.utilization.approx_bytes() + read
     }
 
     /// Adds another fold's rows to this one's (what this one read of its basis is kept
-    /// as it is).
-    pub fn merge(&mut self, other: &ScanFold) {
+    /// as it is), of its GPU activity the `candidates`' only.
+    pub fn merge(&mut self, other: &ScanFold, candidates: &BTreeSet<WorkloadName>) {
         for (key, &(lo, hi)) in &other.extents {
             let e = self.extents.entry(key.clone()).or_insert((lo, hi));
             e.0 = e.0.min(lo);
@@ -201,6 +202,9 @@ impl ScanFold {
         }
         self.utilization.merge(&other.utilization);
         for (wk, metrics) in &other.activity {
+            if !candidates.contains(wk) {
+                continue;
+            }
             let mine = self.activity.entry(wk.clone()).or_default();
             for (m, gpus) in metrics {
                 let mine = mine.entry(m.clone()).or_default();
@@ -280,11 +284,7 @@ impl ScanFold {
                     continue;
                 }
                 let wk = (ns.get(i).map(str::to_string), Some(workload.to_string()));
-                let candidate = basis.candidates.contains(&wk);
-                if let Some(read) = self.read.as_mut() {
-                    read.candidates.entry(wk.clone()).or_insert(candidate);
-                }
-                if !candidate {
+                if self.read.is_none() && !basis.candidates.contains(&wk) {
                     continue;
                 }
                 let (Some(n), d) = (node.get(i), device.get(i)) else {
@@ -803,7 +803,7 @@ mod tests {
             let mut f = ScanFold::recording(&basis);
             f.fold(&basis, &batch(&reversed), "test").unwrap();
             assert!(f.holds_under(&basis));
-            merged.merge(&f);
+            merged.merge(&f, &candidates);
         }
         let (whole, merged) = (outputs(whole), outputs(merged));
         assert_eq!(whole.0.num_rows(), 2);
@@ -812,9 +812,10 @@ mod tests {
     }
 
     #[test]
-    fn a_fold_holds_while_what_it_read_of_pods_and_candidates_reads_the_same() {
+    fn a_fold_holds_while_the_pods_it_read_map_alike_and_keeps_every_workloads_activity() {
         let mut pods = PodWorkloads::default();
         pods.insert(Some("ml".into()), "p0".into(), "train".into());
+        pods.insert(Some("ml".into()), "p0".into(), "eval".into());
         let train = (Some("ml".to_string()), Some("train".to_string()));
         let candidates = BTreeSet::from([train.clone()]);
         let basis = ScanBasis {
@@ -827,9 +828,11 @@ mod tests {
         f.fold(&basis, &batch(&rows), "test").unwrap();
         assert!(f.holds_under(&basis));
         // Another pod mapped, or another workload a candidate: nothing it read changed.
+        // (The same rows of `pod_workloads` in another order map the pod alike.)
         let mut more = PodWorkloads::default();
-        more.insert(Some("ml".into()), "p0".into(), "train".into());
         more.insert(Some("ml".into()), "p9".into(), "serve".into());
+        more.insert(Some("ml".into()), "p0".into(), "eval".into());
+        more.insert(Some("ml".into()), "p0".into(), "train".into());
         let wider = BTreeSet::from([train.clone(), (Some("ml".into()), Some("serve".into()))]);
         let same = ScanBasis {
             pods: &more,
@@ -837,19 +840,30 @@ mod tests {
             ..basis
         };
         assert!(f.holds_under(&same));
-        // Its pod now maps to two workloads, or `train` is no candidate: it does not hold.
+        // Its pod now maps to one workload: it does not hold.
         let mut remapped = PodWorkloads::default();
         remapped.insert(Some("ml".into()), "p0".into(), "train".into());
-        remapped.insert(Some("ml".into()), "p0".into(), "eval".into());
         assert!(!f.holds_under(&ScanBasis {
             pods: &remapped,
             ..basis
         }));
+        // No candidate: it holds (it keeps every workload's activity), and merging it
+        // for no candidate gives no activity; for `train`, train's only (not `eval`'s).
         let none = BTreeSet::new();
-        assert!(!f.holds_under(&ScanBasis {
+        assert!(f.holds_under(&ScanBasis {
             candidates: &none,
             ..basis
         }));
+        let activity = |candidates: &BTreeSet<WorkloadName>| {
+            let mut total = ScanFold::default();
+            total.merge(&f, candidates);
+            let mut names: Vec<_> = total.activity.keys().cloned().collect();
+            names.dedup();
+            names
+        };
+        assert!(activity(&none).is_empty());
+        assert_eq!(activity(&candidates), vec![train.clone()]);
+        assert_eq!(f.activity.len(), 2);
         assert!(!f.holds_under(&ScanBasis {
             activity_bucket_ns: 30_000_000_000,
             ..basis

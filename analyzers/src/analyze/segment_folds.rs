@@ -3,8 +3,11 @@
 //! the last one (and those its window cuts), not its whole window again.
 //!
 //! A segment's fold is reused while the segment lies whole inside the window and what
-//! the fold read besides the samples (which workloads its pods belong to, which workloads
-//! are straggler candidates) still reads the same (`ScanFold::holds_under`). Folds merge
+//! the fold read besides the samples (which workloads its pods belong to) still reads
+//! the same (`ScanFold::holds_under`). A kept fold holds every workload's GPU activity:
+//! which workloads are straggler candidates changes as their framework series arrive
+//! (on a 1000-node fleet, a fold that kept the candidates' only was stale for one
+//! segment in four), so the candidates' is taken as the folds merge. Folds merge
 //! exactly (`analyze/metric_scan.rs`), so an analysis that reuses them finds what one
 //! that reads every segment finds. A segment that leaves the window, or that compaction
 //! replaced, is dropped at the next scan.
@@ -55,6 +58,9 @@ pub struct LastScan {
     /// Segments read (new ones, ones the window cuts, ones whose fold no longer held,
     /// ones beyond the budget).
     pub read: usize,
+    /// Of those read, the segments whose kept fold no longer held (what it read of the
+    /// pods' workloads changed).
+    pub stale: usize,
     /// The estimated bytes of the folds kept for the next scan.
     pub kept_bytes: usize,
 }
@@ -112,14 +118,19 @@ impl SegmentFolds {
         let mut total = ScanFold::default();
         let mut kept = HashMap::new();
         let mut to_read = Vec::new();
+        let mut stale = 0;
         for s in segments {
             let id = id_of(&s);
             match earlier.remove(&id) {
                 Some((f, bytes)) if inside(&s) && f.holds_under(basis) => {
-                    total.merge(&f);
+                    total.merge(&f, basis.candidates);
                     kept.insert(id, (f, bytes));
                 }
-                _ => to_read.push(s),
+                Some((f, _)) => {
+                    stale += usize::from(inside(&s) && !f.holds_under(basis));
+                    to_read.push(s);
+                }
+                None => to_read.push(s),
             }
         }
         let (reused, read) = (kept.len(), to_read.len());
@@ -142,7 +153,7 @@ impl SegmentFolds {
             }
         }
         for (s, part) in to_read.iter().zip(parts) {
-            total.merge(&part);
+            total.merge(&part, basis.candidates);
             if inside(s) {
                 let bytes = part.approx_bytes();
                 kept.insert(id_of(s), (part, bytes));
@@ -168,6 +179,7 @@ impl SegmentFolds {
         self.last = LastScan {
             reused,
             read,
+            stale,
             kept_bytes,
         };
         Ok(total)

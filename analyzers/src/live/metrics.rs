@@ -19,7 +19,9 @@ pub struct StatusLabels {
 /// Labels of the segment counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ScanLabels {
-    /// `read` (decoded by the analysis) or `reused` (folded by an earlier one).
+    /// `read` (decoded by the analysis), `reused` (folded by an earlier one) or `stale`
+    /// (read again: what its earlier fold read of the pods' workloads changed; also
+    /// counted as read).
     pub how: &'static str,
 }
 
@@ -77,14 +79,19 @@ impl LiveMetrics {
         );
         r.register(
             "scanned_segments",
-            "Metric segments the live analyses' scans covered: read, or reused from an earlier analysis",
+            "Metric segments the live analyses' scans covered: read, reused from an earlier analysis, or stale (read again)",
             self.scanned_segments.clone(),
         );
     }
 
     /// Counts what one analysis' scan did with its segments.
-    pub fn scanned(&self, read: usize, reused: usize) {
-        for (how, n) in [("read", read), ("reused", reused)] {
+    pub fn scanned(&self, scan: crate::analyze::LastScan) {
+        let counts = [
+            ("read", scan.read),
+            ("reused", scan.reused),
+            ("stale", scan.stale),
+        ];
+        for (how, n) in counts {
             self.scanned_segments
                 .get_or_create(&ScanLabels { how })
                 .inc_by(n as u64);
@@ -114,8 +121,13 @@ mod tests {
         m.published("opened");
         m.analysis_seconds.observe(0.2);
         m.analysis_lag_seconds.set(1.5);
-        m.scanned(3, 0);
-        m.scanned(1, 3);
+        let scan = |read, reused| crate::analyze::LastScan {
+            read,
+            reused,
+            ..Default::default()
+        };
+        m.scanned(scan(3, 0));
+        m.scanned(scan(1, 3));
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         assert!(

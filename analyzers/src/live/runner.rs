@@ -372,7 +372,7 @@ async fn analyze_window(
     };
     let analysis = analyze_keeping(&ctx, &selection, &opts.detectors, Some(folds)).await?;
     let scan = folds.last_scan();
-    opts.metrics.scanned(scan.read, scan.reused);
+    opts.metrics.scanned(scan);
     let report =
         crate::report::build::build(&analysis, &opts.store.display().to_string(), Utc::now());
     // Each report slowdown with its finding's extent, paired by slowdown id.
@@ -401,6 +401,7 @@ async fn analyze_window(
         truncated,
         segments_read = scan.read,
         segments_reused = scan.reused,
+        segments_stale = scan.stale,
         folds_kept_bytes = scan.kept_bytes,
         "Live analysis done."
     );

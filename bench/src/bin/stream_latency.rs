@@ -329,6 +329,11 @@ fn run_scenario(
         .map_err(|_| anyhow::anyhow!("the monitor thread panicked"))?;
     let process_cpu = thread_cpu().total - cpu_before.total;
     let (analyses, analysis_secs) = analyses_of(&metrics);
+    let scanned = scanned_of(&metrics);
+    eprintln!(
+        "    metric segments over {analyses} analyses: {} read ({} of them stale), {} reused",
+        scanned[0], scanned[2], scanned[1]
+    );
 
     let incidents = read_incidents(brokers, &incidents_topic)?;
     let truth = truth_of(dir)?;
@@ -439,6 +444,23 @@ fn analyses_of(metrics: &LiveMetrics) -> (u64, f64) {
         value("whyslow_live_analysis_seconds_count ") as u64,
         value("whyslow_live_analysis_seconds_sum "),
     )
+}
+
+/// The metric segments the analyses' scans read, reused and found stale, from the
+/// analyzer's counter.
+fn scanned_of(metrics: &LiveMetrics) -> [u64; 3] {
+    let mut registry = prometheus_client::registry::Registry::default();
+    metrics.register(&mut registry);
+    let mut text = String::new();
+    if prometheus_client::encoding::text::encode(&mut text, &registry).is_err() {
+        return [0; 3];
+    }
+    ["read", "reused", "stale"].map(|how| {
+        let name = format!("whyslow_live_scanned_segments_total{{how=\"{how}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(name.as_str())?.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    })
 }
 
 /// The incidents of a scenario's `truth.json`: (cause, workload).
