@@ -412,17 +412,24 @@ pub async fn analyze_keeping(
     scope.sort();
     scope.dedup();
     clock.lap("symptom scope");
-    causes::register(ctx, &rows, &scope).await?;
-    clock.lap("cause views");
-    // A lap per rule: where a rule's cost goes is what a slow report needs told.
-    let candidates = causes::run_rules(ctx, &rows, |rule| clock.lap(rule)).await?;
-    let cited: BTreeSet<&str> = candidates
-        .iter()
-        .flat_map(|c| c.evidence.iter().map(String::as_str))
-        .collect();
-    let events = read_evidence(ctx, &cited).await?;
-    let aftermath = read_aftermath(ctx).await?;
-    clock.lap("evidence");
+    // With no symptom there is nothing to explain: the cause views and rules (a third of
+    // an analysis of a fleet) would join nothing, and are not run.
+    let (candidates, events, aftermath) = if rows.is_empty() {
+        Default::default()
+    } else {
+        causes::register(ctx, &rows, &scope).await?;
+        clock.lap("cause views");
+        // A lap per rule: where a rule's cost goes is what a slow report needs told.
+        let candidates = causes::run_rules(ctx, &rows, |rule| clock.lap(rule)).await?;
+        let cited: BTreeSet<&str> = candidates
+            .iter()
+            .flat_map(|c| c.evidence.iter().map(String::as_str))
+            .collect();
+        let events = read_evidence(ctx, &cited).await?;
+        let aftermath = read_aftermath(ctx).await?;
+        clock.lap("evidence");
+        (candidates, events, aftermath)
+    };
 
     let mut findings = Vec::new();
     for (s, id) in found.into_iter().zip(ids) {
@@ -454,7 +461,9 @@ pub async fn analyze_keeping(
     }
     let mut findings = settle_kinds(findings);
     explain_latency_by_shortfall(&mut findings);
+    clock.lap("attribution");
     let findings = profiles::attach(ctx, &params, findings).await?;
+    clock.lap("profiles");
     let mut workloads: Vec<WorkloadExtent> = extents
         .into_iter()
         .filter(|e| e.key.workload.is_some() && sel.wants(&e.key))

@@ -35,7 +35,7 @@ pub use params::Params;
 pub use segments::{Segment, SegmentList, SegmentSource};
 pub use session::{
     QueryOutput, read_only, register_sql, register_sql_files, register_views, run_read_only,
-    session_config, session_over, session_over_limited,
+    session_config, session_over, session_over_limited, session_over_runtime,
 };
 pub use sql_command::{DEFAULT_MEMORY_LIMIT, SqlCommand, parse_size, run_sql};
 pub use store_source::{open_session, open_session_limited};

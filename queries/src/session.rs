@@ -6,7 +6,7 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use datafusion::execution::context::{SQLOptions, SessionConfig, SessionContext};
-use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::sql::parser::{DFParserBuilder, Statement};
 use whyslow_schemas::Table;
@@ -82,6 +82,26 @@ pub async fn session_over_limited(
             ctx
         }
     };
+    register_tables(ctx, source).await
+}
+
+/// [`session_over`] on the caller's runtime: sessions opened one after another on one
+/// runtime share its caches, the Parquet footers and page indexes of the segments already
+/// read among them (a segment never changes once committed), as the live analyzer's
+/// analyses of a growing store do.
+pub async fn session_over_runtime(
+    source: &dyn SegmentSource,
+    runtime: Arc<RuntimeEnv>,
+) -> Result<SessionContext, QueryError> {
+    let ctx = SessionContext::new_with_config_rt(session_config(), runtime);
+    register_tables(ctx, source).await
+}
+
+/// Registers `source`'s tables and the views of [`VIEW_DIRS`] on `ctx`.
+async fn register_tables(
+    ctx: SessionContext,
+    source: &dyn SegmentSource,
+) -> Result<SessionContext, QueryError> {
     if let Some((url, store)) = source.object_store() {
         ctx.register_object_store(url.as_ref(), store);
     }

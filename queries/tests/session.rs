@@ -12,6 +12,7 @@ use arrow::datatypes::Schema;
 use parquet::arrow::ArrowWriter;
 use whyslow_queries::{
     Params, QueryOutput, Segment, SegmentList, open_session, run_read_only, session_over,
+    session_over_runtime,
 };
 use whyslow_schemas::Table;
 use whyslow_store::Store;
@@ -244,4 +245,62 @@ async fn a_segment_list_of_plain_parquet_files_reads_and_older_files_lack_column
         1
     );
     assert_eq!(count(&ctx, "SELECT count(*) FROM metrics").await, 0);
+}
+
+#[tokio::test]
+async fn sessions_on_one_runtime_share_the_footers_read_and_see_later_commits() {
+    use datafusion::execution::runtime_env::RuntimeEnv;
+    use whyslow_store::StoreWriter;
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = StoreWriter::open(dir.path()).unwrap();
+    let mut commits = fixture::commits().into_iter();
+    for (table, batch) in commits.next().unwrap() {
+        writer.append(table, batch).unwrap();
+    }
+    writer.commit(&[]).unwrap();
+    let runtime = Arc::new(RuntimeEnv::default());
+    let footers = || runtime.cache_manager.get_file_metadata_cache().len();
+    let first = Store::open(dir.path()).unwrap();
+    let ctx = session_over_runtime(&first, runtime.clone()).await.unwrap();
+    // (A filter: a bare count is answered from the segments' row counts, no file read.)
+    let before = count(
+        &ctx,
+        "SELECT count(*) FROM events WHERE event_id IS NOT NULL",
+    )
+    .await;
+    assert_eq!(footers(), 1, "the one events segment's footer is kept");
+    drop(ctx);
+
+    for (table, batch) in commits.next().unwrap() {
+        writer.append(table, batch).unwrap();
+    }
+    writer.commit(&[]).unwrap();
+    let second = Store::open(dir.path()).unwrap();
+    let ctx = session_over_runtime(&second, runtime.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        count(
+            &ctx,
+            "SELECT count(*) FROM events WHERE event_id IS NOT NULL"
+        )
+        .await,
+        14
+    );
+    assert!(before < 14, "the second commit adds events");
+    assert_eq!(
+        footers(),
+        2,
+        "the first segment's footer is reused, the new one kept"
+    );
+    // The same answers as a session of its own.
+    let own = session_over(&second).await.unwrap();
+    assert_eq!(
+        count(
+            &own,
+            "SELECT count(*) FROM events WHERE event_id IS NOT NULL"
+        )
+        .await,
+        14
+    );
 }

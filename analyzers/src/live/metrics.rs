@@ -1,6 +1,7 @@
 //! The live analyzer's own metrics, served beside the worker's on `/metrics`: how long
 //! analyses take, how far the verdicts trail the evidence, the incidents published by
-//! status, and the metric segments the analyses read or folded before.
+//! status, the metric segments the analyses read or folded before, and where the
+//! analyses' time goes, stage by stage.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -25,6 +26,14 @@ pub struct ScanLabels {
     pub how: &'static str,
 }
 
+/// Labels of the stage counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StageLabels {
+    /// A stage of the analysis, as its clock names it (`analyze.rs`), a cause rule's file,
+    /// or the live analyzer's own `open session` and `build report`.
+    pub stage: &'static str,
+}
+
 /// Handles to every series (clones share their values).
 #[derive(Clone)]
 pub struct LiveMetrics {
@@ -39,6 +48,8 @@ pub struct LiveMetrics {
     pub analysis_lag_seconds: Gauge<f64, AtomicU64>,
     /// Metric segments the analyses' scans covered, by how (read, or reused).
     pub scanned_segments: Family<ScanLabels, Counter>,
+    /// Seconds the analyses spent in each stage, summed over analyses.
+    pub stage_seconds: Family<StageLabels, Counter<f64, AtomicU64>>,
 }
 
 impl Default for LiveMetrics {
@@ -49,6 +60,7 @@ impl Default for LiveMetrics {
             incidents: Family::default(),
             analysis_lag_seconds: Gauge::default(),
             scanned_segments: Family::default(),
+            stage_seconds: Family::default(),
         }
     }
 }
@@ -82,6 +94,22 @@ impl LiveMetrics {
             "Metric segments the live analyses' scans covered: read, reused from an earlier analysis, or stale (read again)",
             self.scanned_segments.clone(),
         );
+        r.register(
+            "stage_seconds",
+            "Seconds the live analyses spent in each stage, summed over analyses",
+            self.stage_seconds.clone(),
+        );
+    }
+
+    /// Adds one analysis' stage timings (a stage named twice adds up).
+    pub fn staged(&self, timings: &[(&'static str, f64)]) {
+        for (stage, secs) in timings {
+            self.stage_seconds
+                .get_or_create(&StageLabels {
+                    stage: stage.trim(),
+                })
+                .inc_by(*secs);
+        }
     }
 
     /// Counts what one analysis' scan did with its segments.
@@ -128,6 +156,8 @@ mod tests {
         };
         m.scanned(scan(3, 0));
         m.scanned(scan(1, 3));
+        m.staged(&[("metric scan", 0.25), ("  open session", 0.5)]);
+        m.staged(&[("metric scan", 0.5)]);
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         assert!(
@@ -148,6 +178,14 @@ mod tests {
         );
         assert!(
             text.contains("whyslow_live_scanned_segments_total{how=\"reused\"} 3"),
+            "{text}"
+        );
+        assert!(
+            text.contains("whyslow_live_stage_seconds_total{stage=\"metric scan\"} 0.75"),
+            "{text}"
+        );
+        assert!(
+            text.contains("whyslow_live_stage_seconds_total{stage=\"open session\"} 0.5"),
             "{text}"
         );
     }

@@ -4,11 +4,13 @@
 //! `incidents` table and publishes them (Kafka, `--on-incident`, Alertmanager).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use chrono::Utc;
+use datafusion::execution::runtime_env::RuntimeEnv;
 use tracing::{debug, info, warn};
 use whyslow_ingest::stream::{CommitObserver, Committed};
 use whyslow_schemas::Table;
@@ -50,6 +52,9 @@ pub struct LiveOptions {
     /// The most memory the metric scan's kept segment folds may take between analyses,
     /// in bytes (estimated; 0: none kept, every analysis reads its whole window).
     pub fold_budget_bytes: usize,
+    /// Threads the analyses run on: 1, the analyzer's own thread (its queries' partitions
+    /// take turns on it); more run them at once, on cores taken from ingest.
+    pub threads: usize,
 }
 
 /// The default [`LiveOptions::busy_share`]: analyses back to back. Measured on a
@@ -80,6 +85,7 @@ impl LiveOptions {
             detectors: DetectorConfig::default(),
             busy_share: DEFAULT_BUSY_SHARE,
             fold_budget_bytes: crate::analyze::DEFAULT_FOLD_BUDGET_BYTES,
+            threads: 1,
         }
     }
 }
@@ -109,7 +115,7 @@ impl LiveAnalyzer {
         let (tx, rx) = mpsc::channel();
         let metrics = opts.metrics.clone();
         let thread = std::thread::Builder::new()
-            .name("live-analyzer".into())
+            .name(ANALYZER_THREAD.into())
             .spawn(move || serve(opts, rx))
             .map_err(AnalyzeError::Thread)?;
         Ok(LiveAnalyzer {
@@ -160,10 +166,19 @@ impl Drop for LiveAnalyzer {
 /// The analyzer thread: one analysis per wake-up, however many commits it covers.
 fn serve(mut opts: LiveOptions, rx: Receiver<(Store, Committed)>) -> LiveSummary {
     let mut summary = LiveSummary::default();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let built = if opts.threads > 1 {
+        // Its workers carry the analyzer thread's name, as the CPU they take is its.
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(opts.threads)
+            .thread_name(ANALYZER_THREAD)
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    };
+    let runtime = match built {
         Ok(r) => r,
         Err(e) => {
             warn!("The live analyzer cannot start a runtime: {e}; no incidents.");
@@ -182,6 +197,9 @@ fn serve(mut opts: LiveOptions, rx: Receiver<(Store, Committed)>) -> LiveSummary
     // The metric scan's folds of the segments earlier analyses read, reused by the next
     // (`analyze/segment_folds.rs`): an analysis decodes only what was committed since.
     let mut folds = SegmentFolds::with_budget(opts.fold_budget_bytes);
+    // One DataFusion runtime for every analysis: its cache keeps the footers and page
+    // indexes of the segments read, which the next analyses read again.
+    let sessions = Arc::new(RuntimeEnv::default());
     let mut alerts = opts.alertmanager.take();
     let mut rest_until = std::time::Instant::now();
     loop {
@@ -252,7 +270,7 @@ fn serve(mut opts: LiveOptions, rx: Receiver<(Store, Committed)>) -> LiveSummary
         }
         summary.analyses += 1;
         let started = std::time::Instant::now();
-        let analyzed = runtime.block_on(analyze_window(&opts, &store, &mut folds));
+        let analyzed = runtime.block_on(analyze_window(&opts, &store, &sessions, &mut folds));
         let took = started.elapsed();
         opts.metrics.analysis_seconds.observe(took.as_secs_f64());
         rest_until = std::time::Instant::now() + rest_after(took, opts.busy_share);
@@ -293,6 +311,9 @@ fn serve(mut opts: LiveOptions, rx: Receiver<(Store, Committed)>) -> LiveSummary
     );
     summary
 }
+
+/// The name of the analyzer's thread (and of its runtime's workers).
+const ANALYZER_THREAD: &str = "live-analyzer";
 
 /// The file whose lock (or, in a bucket, lease) makes an analyzer the one that publishes
 /// for a store.
@@ -358,14 +379,17 @@ type Window = (Vec<Sighting>, i64, bool);
 async fn analyze_window(
     opts: &LiveOptions,
     store: &Store,
+    sessions: &Arc<RuntimeEnv>,
     folds: &mut SegmentFolds,
 ) -> Result<Option<Window>> {
     let Some(WindowStart { from, truncated }) = window_of(store, opts.window) else {
         return Ok(None);
     };
-    let ctx = whyslow_queries::session_over(store)
+    let opened = std::time::Instant::now();
+    let ctx = whyslow_queries::session_over_runtime(store, sessions.clone())
         .await
         .map_err(|e| AnalyzeError::store(&opts.store, e))?;
+    let opened = opened.elapsed().as_secs_f64();
     let selection = Selection {
         from_ns: truncated.then_some(from),
         ..Selection::default()
@@ -373,8 +397,13 @@ async fn analyze_window(
     let analysis = analyze_keeping(&ctx, &selection, &opts.detectors, Some(folds)).await?;
     let scan = folds.last_scan();
     opts.metrics.scanned(scan);
+    let built = std::time::Instant::now();
     let report =
         crate::report::build::build(&analysis, &opts.store.display().to_string(), Utc::now());
+    let built = built.elapsed().as_secs_f64();
+    opts.metrics.staged(&analysis.timings);
+    opts.metrics
+        .staged(&[("open session", opened), ("build report", built)]);
     // Each report slowdown with its finding's extent, paired by slowdown id.
     let extents: std::collections::HashMap<&str, (i64, i64)> = analysis
         .findings

@@ -78,6 +78,9 @@ struct Args {
     /// folds between analyses (0: none, every analysis reads its whole window).
     #[arg(long, default_value_t = whyslow_analyzers::analyze::DEFAULT_FOLD_BUDGET_BYTES >> 20)]
     fold_budget_mib: usize,
+    /// Threads the live analyses run on (`LiveOptions::threads`; 1: the analyzer's own).
+    #[arg(long, default_value_t = 1)]
+    analyzer_threads: usize,
 }
 
 /// What one scenario gave.
@@ -145,6 +148,7 @@ fn main() -> Result<()> {
             AnalyzerSettings {
                 share: args.analysis_share,
                 fold_budget_bytes: args.fold_budget_mib << 20,
+                threads: args.analyzer_threads,
             },
         )?;
         if args.verbose {
@@ -222,6 +226,8 @@ struct AnalyzerSettings {
     share: f64,
     /// `LiveOptions::fold_budget_bytes`.
     fold_budget_bytes: usize,
+    /// `LiveOptions::threads`.
+    threads: usize,
 }
 
 fn run_scenario(
@@ -261,6 +267,7 @@ fn run_scenario(
     live.metrics = metrics.clone();
     live.busy_share = analyzer.share;
     live.fold_budget_bytes = analyzer.fold_budget_bytes;
+    live.threads = analyzer.threads;
     live.publisher = Some(IncidentPublisher::new(brokers, &incidents_topic, &[])?);
     let analyzer = LiveAnalyzer::start(live)?;
 
@@ -334,6 +341,15 @@ fn run_scenario(
         "    metric segments over {analyses} analyses: {} read ({} of them stale), {} reused",
         scanned[0], scanned[2], scanned[1]
     );
+    let stages = stages_of(&metrics);
+    let staged: f64 = stages.iter().map(|(_, secs)| secs).sum();
+    eprintln!(
+        "    stages over {analyses} analyses ({staged:.1} s staged of {analysis_secs:.1} s), the costliest:"
+    );
+    for (stage, secs) in stages.iter().take(STAGES_SHOWN) {
+        let per = secs / analyses.max(1) as f64 * 1e3;
+        eprintln!("      {per:8.1} ms/analysis  {stage}");
+    }
 
     let incidents = read_incidents(brokers, &incidents_topic)?;
     let truth = truth_of(dir)?;
@@ -461,6 +477,30 @@ fn scanned_of(metrics: &LiveMetrics) -> [u64; 3] {
             .find_map(|l| l.strip_prefix(name.as_str())?.trim().parse::<u64>().ok())
             .unwrap_or(0)
     })
+}
+
+/// How many of the costliest stages a run prints.
+const STAGES_SHOWN: usize = 16;
+
+/// Seconds the analyses spent in each stage, costliest first, from the analyzer's
+/// counter.
+fn stages_of(metrics: &LiveMetrics) -> Vec<(String, f64)> {
+    let mut registry = prometheus_client::registry::Registry::default();
+    metrics.register(&mut registry);
+    let mut text = String::new();
+    if prometheus_client::encoding::text::encode(&mut text, &registry).is_err() {
+        return Vec::new();
+    }
+    let mut stages: Vec<(String, f64)> = text
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("whyslow_live_stage_seconds_total{stage=\"")?;
+            let (stage, value) = rest.rsplit_once("\"} ")?;
+            Some((stage.to_string(), value.trim().parse().ok()?))
+        })
+        .collect();
+    stages.sort_by(|a, b| b.1.total_cmp(&a.1));
+    stages
 }
 
 /// The incidents of a scenario's `truth.json`: (cause, workload).
