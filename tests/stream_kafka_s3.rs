@@ -48,7 +48,8 @@ impl Bucket {
             .local_addr()
             .unwrap()
             .port();
-        self.whyslow()
+        let mut child = self
+            .whyslow()
             .args(["stream", "--brokers", &broker.addr(), "--group", group])
             .args(["--topic", topic, "--flush-interval", "200ms"])
             .args(["--max-batch-rows", "5000", "--retry-budget", "2m"])
@@ -56,7 +57,24 @@ impl Bucket {
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("start whyslow stream")
+            .expect("start whyslow stream");
+        // Started once it serves its metrics: it takes over SIGTERM before that, so a stop
+        // sent from here on is a graceful one. (The SIGKILL test's last worker, with every
+        // row already stored by the one killed before, was otherwise stopped before its
+        // handlers were in place: an exit by signal 15.)
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "whyslow stream exited while starting"
+            );
+            assert!(
+                Instant::now() < deadline,
+                "whyslow stream served no metrics within 120 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        child
     }
 
     fn wait_rows(&self, at_least: u64, within: Duration) {
