@@ -3,7 +3,6 @@
 //! (tansu serves plain TCP only: stunnel terminates TLS in front of it, with a
 //! certificate made here for `127.0.0.1`, and the broker advertises the TLS port).
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -39,10 +38,7 @@ struct Tls {
     ca: PathBuf,
 }
 
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free loopback port");
-    l.local_addr().expect("local address").port()
-}
+use super::s3::free_port;
 
 impl Broker {
     /// Starts tansu and waits until it answers metadata requests.

@@ -11,6 +11,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Where scripts/services.sh installs `weed`; `WHYSLOW_WEED` overrides.
@@ -47,21 +48,15 @@ struct Ports {
 
 impl Ports {
     fn pick() -> Ports {
-        // Held together so that no two are the same, then released for weed.
-        let mut held = Vec::new();
-        let free = |held: &mut Vec<TcpListener>| {
-            let l = TcpListener::bind("127.0.0.1:0").expect("bind a free loopback port");
-            let p = l.local_addr().expect("local address").port();
-            held.push(l);
-            p
-        };
-        let ports = [(); 8].map(|_| free(&mut held));
+        let mut handed_out = handed_out();
+        let (low, ceiling) = port_range();
+        let ports = [(); 8].map(|_| free_in(low, ceiling, &mut handed_out));
+        // Below the others' range, so that its gRPC port (+ 10000) is below the ceiling.
         let admin = loop {
-            let p = free(&mut held);
-            if let Some(grpc) = p.checked_add(10_000)
-                && let Ok(l) = TcpListener::bind(("127.0.0.1", grpc))
-            {
-                held.push(l);
+            let p = free_in(1_500, low - 10_000, &mut handed_out);
+            let grpc = p + 10_000;
+            if !handed_out.contains(&grpc) && TcpListener::bind(("127.0.0.1", grpc)).is_ok() {
+                handed_out.push(grpc);
                 break [p, grpc];
             }
         };
@@ -75,8 +70,65 @@ impl Ports {
     }
 }
 
+/// A free loopback port for a server a test starts (weed, a broker): below the kernel's
+/// ephemeral range, so that no outgoing connection (servers of other tests dial their own
+/// components while they start) is given it between the moment it is picked and the
+/// moment the server binds it; checked free, and never handed out twice in this process.
+pub fn free_port() -> u16 {
+    let (low, ceiling) = port_range();
+    free_in(low, ceiling, &mut handed_out())
+}
+
+/// The ports handed out so far in this process.
+fn handed_out() -> std::sync::MutexGuard<'static, Vec<u16>> {
+    static HANDED_OUT: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    // Poisoned only if a test panicked while holding it: the list is still whole.
+    HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Where [`free_port`] picks: the 12000 ports below the ephemeral range.
+fn port_range() -> (u16, u16) {
+    let ceiling = ephemeral_start();
+    (ceiling - 12_000, ceiling)
+}
+
+/// A port of `[low, high)` that is free and not yet handed out, picked at random.
+fn free_in(low: u16, high: u16, handed_out: &mut Vec<u16>) -> u16 {
+    let mut seed =
+        (u64::from(std::process::id()) ^ nanos_now() ^ ((handed_out.len() as u64) << 48)) | 1;
+    loop {
+        // xorshift64: spread enough for picking ports.
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let p = low + (seed % u64::from(high - low)) as u16;
+        if !handed_out.contains(&p) && TcpListener::bind(("127.0.0.1", p)).is_ok() {
+            handed_out.push(p);
+            return p;
+        }
+    }
+}
+
+/// The first port the kernel hands out to outgoing connections (32768 unless configured).
+fn ephemeral_start() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .filter(|&p: &u16| p >= 24_000)
+        .unwrap_or(32_768)
+}
+
+fn nanos_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0x9e37_79b9_7f4a_7c15)
+}
+
 impl S3Server {
     /// Starts `weed mini` and waits until S3 answers and the bucket exists (about 1.5 s).
+    /// A weed that exits while starting (a port taken after all, by a process outside
+    /// this one) is started again on other ports, in a fresh directory, up to 4 times.
     pub fn start() -> S3Server {
         let bin = weed_binary();
         assert!(
@@ -84,9 +136,25 @@ impl S3Server {
             "SeaweedFS is not installed at {} — run scripts/test, which installs it once",
             bin.display()
         );
+        let mut failures = Vec::new();
+        for _ in 0..4 {
+            let mut s = S3Server::prepared();
+            match s.spawn() {
+                Ok(()) => return s,
+                Err(why) => failures.push(why),
+            }
+        }
+        panic!(
+            "SeaweedFS did not start in 4 tries:\n{}",
+            failures.join("\n")
+        );
+    }
+
+    /// A server with fresh ports and a directory holding its identities, not yet started.
+    fn prepared() -> S3Server {
         let dir = scratch_dir();
         let ports = Ports::pick();
-        let mut s = S3Server {
+        let s = S3Server {
             endpoint: format!("http://127.0.0.1:{}", ports.s3[0]),
             bucket: "whyslow".into(),
             access_key: "whyslow-test".into(),
@@ -101,11 +169,11 @@ impl S3Server {
         );
         std::fs::write(s.dir.path().join("s3.json"), identities).expect("S3 identities");
         std::fs::create_dir(s.dir.path().join("data")).expect("data dir");
-        s.spawn();
         s
     }
 
-    fn spawn(&mut self) {
+    /// Starts weed and waits until it is ready; why not, with its log's last lines.
+    fn spawn(&mut self) -> Result<(), String> {
         let d = self.dir.path();
         let p = &self.ports;
         let log = std::fs::File::create(d.join("weed.log")).expect("weed log");
@@ -148,29 +216,40 @@ impl S3Server {
             .spawn()
             .expect("start weed");
         self.child = Some(child);
-        self.wait_ready();
+        self.wait_ready()
     }
 
     /// Ready when the S3 gateway answers HTTP (403 to an unsigned request), the bucket's
     /// directory exists in the filer and the master knows the volume server: after a
     /// restart its first heartbeat is now and then lost, and until the next one (5 s) every
     /// read of old data fails with 500 ("volume 1 not found").
-    fn wait_ready(&mut self) {
+    fn wait_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(60);
         while Instant::now() < deadline {
             if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
-                panic!("weed exited ({status}); see {}", self.log().display());
+                self.child = None;
+                return Err(format!(
+                    "weed exited ({status}); its log ends:\n{}",
+                    self.log_tail()
+                ));
             }
             if self.is_ready() {
-                return;
+                return Ok(());
             }
             std::thread::sleep(Duration::from_millis(50));
         }
         panic!(
-            "SeaweedFS's S3 did not answer on {} within 60 s; see {}",
+            "SeaweedFS's S3 did not answer on {} within 60 s; its log ends:\n{}",
             self.endpoint,
-            self.log().display()
+            self.log_tail()
         );
+    }
+
+    /// The last lines of weed's log, for a failure's message (the directory is gone after).
+    fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.log()).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(12)..].join("\n")
     }
 
     fn is_ready(&self) -> bool {
@@ -232,8 +311,20 @@ impl S3Server {
     }
 
     /// Starts it again after [`S3Server::stop`], on the same ports, data and bucket.
+    /// Tried 3 times, a second apart: a port it held may be briefly taken by another.
     pub fn start_again(&mut self) {
-        self.spawn();
+        let mut failures = Vec::new();
+        for _ in 0..3 {
+            match self.spawn() {
+                Ok(()) => return,
+                Err(why) => failures.push(why),
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        panic!(
+            "SeaweedFS did not start again in 3 tries:\n{}",
+            failures.join("\n")
+        );
     }
 }
 
