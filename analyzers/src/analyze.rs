@@ -412,13 +412,12 @@ pub async fn analyze_keeping(
     scope.sort();
     scope.dedup();
     clock.lap("symptom scope");
-    // With no symptom there is nothing to explain: the cause views and rules (a third of
+    // With no symptom there is nothing to explain: the cause views and rules (about half of
     // an analysis of a fleet) would join nothing, and are not run.
     let (candidates, events, aftermath) = if rows.is_empty() {
         Default::default()
     } else {
-        causes::register(ctx, &rows, &scope).await?;
-        clock.lap("cause views");
+        causes::register(ctx, &rows, &scope, |table| clock.lap(table)).await?;
         // A lap per rule: where a rule's cost goes is what a slow report needs told.
         let candidates = causes::run_rules(ctx, &rows, |rule| clock.lap(rule)).await?;
         let cited: BTreeSet<&str> = candidates

@@ -136,13 +136,16 @@ pub fn symptoms_schema() -> SchemaRef {
     ]))
 }
 
-/// Registers (or replaces) the `symptoms` and `symptom_scope` tables and the views the
-/// rules read (`symptom_events`, `symptom_throttle_shares`, `symptom_level_rates`), and
-/// each pace symptom's GPU samples (`symptom_gpu_samples`).
+/// Registers (or replaces) the `symptoms` and `symptom_scope` tables and the tables and
+/// views the rules read (`symptom_events`, `symptom_throttle_shares`,
+/// `symptom_level_rates`, `symptom_serving_samples`), and each pace symptom's GPU samples
+/// (`symptom_gpu_samples`), each computed once; `done` is told each table as it is
+/// computed (`cause views` for the views together).
 pub async fn register(
     ctx: &SessionContext,
     symptoms: &[SymptomRow],
     scope: &[ScopeRow],
+    mut done: impl FnMut(&'static str),
 ) -> Result<()> {
     let schema = symptoms_schema();
     let mut text: Vec<StringBuilder> = (0..6).map(|_| StringBuilder::new()).collect();
@@ -214,38 +217,39 @@ pub async fn register(
     for &view in SYMPTOM_VIEWS {
         sql::execute(ctx, view).await?;
     }
-    // Computed once for the rules that read them (most read `symptom_events`), instead of
-    // once by each rule.
+    // Computed once for the rules that read them, instead of once by each rule.
     for view in MATERIALIZED_SYMPTOM_VIEWS {
         sql::materialize(ctx, view).await?;
     }
-    sql::register(
-        ctx,
-        "symptom_gpu_samples",
-        sql::SYMPTOM_GPU_SAMPLES,
-        &rule_params(symptoms),
-    )
-    .await?;
+    done("cause views");
+    // Computed once too, with the symptoms' bounds as constants (see `rule_params`).
+    let params = rule_params(symptoms);
+    for (name, file) in [
+        ("symptom_events", sql::SYMPTOM_EVENTS),
+        ("symptom_throttle_shares", sql::SYMPTOM_THROTTLE_SHARES),
+        ("symptom_gpu_samples", sql::SYMPTOM_GPU_SAMPLES),
+    ] {
+        sql::register(ctx, name, file, &params).await?;
+        done(name);
+    }
     Ok(())
 }
 
 /// The views of `SYMPTOM_VIEWS` that more than one rule reads, in dependency order.
-const MATERIALIZED_SYMPTOM_VIEWS: [&str; 4] = [
-    "symptom_events",
-    "symptom_throttle_shares",
-    "symptom_level_rates",
-    "symptom_serving_samples",
-];
+const MATERIALIZED_SYMPTOM_VIEWS: [&str; 2] = ["symptom_level_rates", "symptom_serving_samples"];
 
-/// The parameters any cause rule may read: `$first_start` and `$last_end`, the earliest
-/// start and the latest end of the `symptoms` (both the epoch when there are none). A rule
-/// that joins `metrics` to the symptoms by time repeats its bounds with them as constants:
-/// DataFusion prunes segments and pages by constants, not by a join's condition.
-pub fn rule_params(symptoms: &[SymptomRow]) -> [(&'static str, ScalarValue); 2] {
+/// The parameters any cause rule may read: `$first_start`, `$first_onset` and `$last_end`,
+/// the earliest start, the earliest `onset_from` and the latest end of the `symptoms` (all
+/// the epoch when there are none). A query that joins a stored table to the symptoms by
+/// time repeats its bounds with them as constants: DataFusion prunes segments and pages by
+/// constants, not by a join's condition.
+pub fn rule_params(symptoms: &[SymptomRow]) -> [(&'static str, ScalarValue); 3] {
     let first = symptoms.iter().map(|s| s.start_ns).min().unwrap_or(0);
+    let onset = symptoms.iter().map(|s| s.onset_from_ns).min().unwrap_or(0);
     let last = symptoms.iter().map(|s| s.end_ns).max().unwrap_or(0);
     [
         ("first_start", sql::ts_param(first)),
+        ("first_onset", sql::ts_param(onset)),
         ("last_end", sql::ts_param(last)),
     ]
 }

@@ -69,16 +69,22 @@ pub mod symptoms {
     pub const SERVING_WINDOW: SqlFile = sql!("symptoms/serving_window.sql");
 }
 
-/// The views the cause rules read, in dependency order: events in each symptom's scope,
-/// the throttle shares of its GPUs and the level signals' rates of its workload (the
-/// recompiles among logged compilations first), and a latency regression's serving samples.
+/// The views the cause rules read, in dependency order: the level signals' rates of each
+/// symptom's workload (the recompiles among logged compilations first), and a latency
+/// regression's serving samples.
 pub const SYMPTOM_VIEWS: &[SqlFile] = &[
     sql!("causes/repeat_compiles.sql"),
-    sql!("causes/symptom_events.sql"),
-    sql!("causes/throttle_shares.sql"),
     sql!("causes/level_rates.sql"),
     sql!("causes/serving_around.sql"),
 ];
+
+/// The events in each symptom's scope, registered as `symptom_events` (takes the rules'
+/// `$first_onset` and `$last_end`).
+pub const SYMPTOM_EVENTS: SqlFile = sql!("causes/symptom_events.sql");
+
+/// The throttle shares of each symptom's GPUs, registered as `symptom_throttle_shares`
+/// (takes the rules' `$first_start` and `$last_end`).
+pub const SYMPTOM_THROTTLE_SHARES: SqlFile = sql!("causes/throttle_shares.sql");
 
 /// Each pace symptom's GPU activity samples, registered as `symptom_gpu_samples` (takes
 /// the rules' `$first_start` and `$last_end`).

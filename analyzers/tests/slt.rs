@@ -364,7 +364,7 @@ impl Db {
             .map_err(external)?;
         if let Some((symptoms, scope)) = &self.symptoms {
             self.rt
-                .block_on(causes::register(&ctx, symptoms, scope))
+                .block_on(causes::register(&ctx, symptoms, scope, |_| {}))
                 .map_err(external)?;
             // The rules' own parameters, as the analysis binds them.
             for (name, value) in causes::rule_params(symptoms) {

@@ -13,7 +13,10 @@
 //! per second produced and stored, the backlog (messages produced but not yet stored,
 //! sampled every 500 ms), the live analyzer's analyses (count, wall time, from its own
 //! `whyslow_live_analysis_seconds`) and its thread's CPU time against the process's, and
-//! whether the final verdicts are the scenario's `truth.json`. For a fleet, pass a
+//! whether the final verdicts are the scenario's `truth.json`. `--verbose` prints each
+//! incident's latencies with the largest backlog sampled while its final verdict was
+//! awaited: a verdict that waited on ingest shows one, a verdict the analyzer was slow to
+//! reach does not. For a fleet, pass a
 //! generated large scenario (`whyslow-fixtures generate --size large --nodes 1000 --hours 2
 //! --scenario S`): its incidents are injected into the fleet's background by the generator,
 //! and `--record-rate` paces it in records per second (a scrape message carries a node's
@@ -96,6 +99,8 @@ struct Run {
     incidents: Vec<Published>,
     /// The most messages produced and not yet stored at one sample.
     max_backlog: usize,
+    /// Every sample of the backlog: (Unix time, ms; messages produced and not yet stored).
+    backlog: Vec<(f64, usize)>,
     /// Analyses run and the wall time they took, s.
     analyses: u64,
     analysis_secs: f64,
@@ -115,6 +120,23 @@ struct Published {
     /// Latency of its opening and of its final verdict, ms.
     opened_ms: f64,
     decided_ms: f64,
+    /// When the evidence of its final verdict arrived and when that verdict was published
+    /// (Unix time, ms).
+    decided_span: (f64, f64),
+}
+
+impl Published {
+    /// The largest backlog sampled while its final verdict was awaited: messages that
+    /// were waiting to be stored (a latency spent in ingest, not in the analyzer, where
+    /// the evidence was among them).
+    fn backlog_awaited(&self, backlog: &[(f64, usize)]) -> Option<usize> {
+        let (from, to) = self.decided_span;
+        backlog
+            .iter()
+            .filter(|(t, _)| *t >= from && *t <= to)
+            .map(|(_, n)| *n)
+            .max()
+    }
 }
 
 fn main() -> Result<()> {
@@ -153,8 +175,12 @@ fn main() -> Result<()> {
         )?;
         if args.verbose {
             for i in &run.incidents {
+                let backlog = i
+                    .backlog_awaited(&run.backlog)
+                    .map_or_else(|| "not sampled".to_string(), |n| format!("{n} msgs"));
                 eprintln!(
-                    "    incident {} ({} {}): opened after {:.0} ms, final verdict after {:.0} ms",
+                    "    incident {} ({} {}): opened after {:.0} ms, final verdict after {:.0} ms \
+                     (largest backlog meanwhile: {backlog})",
                     i.id, i.workload, i.verdict, i.opened_ms, i.decided_ms
                 );
             }
@@ -331,7 +357,7 @@ fn run_scenario(
     // The worker stops after its analyzer's last analysis.
     let finished_secs = started.elapsed().as_secs_f64();
     done.store(true, Ordering::Relaxed);
-    let (max_backlog, analyzer_cpu) = monitor
+    let (backlog, analyzer_cpu) = monitor
         .join()
         .map_err(|_| anyhow::anyhow!("the monitor thread panicked"))?;
     let process_cpu = thread_cpu().total - cpu_before.total;
@@ -369,7 +395,8 @@ fn run_scenario(
         stored_secs,
         finished_secs,
         incidents,
-        max_backlog,
+        max_backlog: backlog.iter().map(|(_, n)| *n).max().unwrap_or(0),
+        backlog,
         analyses,
         analysis_secs,
         analyzer_cpu,
@@ -425,9 +452,9 @@ fn thread_cpu() -> Cpu {
 
 /// Samples every 500 ms, until `done`: the backlog (messages sent and not yet stored)
 /// and the analyzer thread's CPU time (its last sample before the thread ended). Returns
-/// the largest backlog seen and that CPU time.
-fn monitor(store: &Path, sent: &AtomicUsize, done: &AtomicBool) -> (usize, f64) {
-    let (mut max_backlog, mut analyzer) = (0usize, 0.0f64);
+/// the backlog's samples (Unix time, ms; messages) and that CPU time.
+fn monitor(store: &Path, sent: &AtomicUsize, done: &AtomicBool) -> (Vec<(f64, usize)>, f64) {
+    let (mut backlog, mut analyzer) = (Vec::new(), 0.0f64);
     while !done.load(Ordering::Relaxed) {
         let produced = sent.load(Ordering::Relaxed);
         // The warm-up message is stored before the first message is sent. A store that
@@ -435,47 +462,54 @@ fn monitor(store: &Path, sent: &AtomicUsize, done: &AtomicBool) -> (usize, f64) 
         if let Ok(s) = Store::open(store) {
             let stored = (s.kafka_offsets().values().sum::<i64>() - 1).max(0);
             let stored = usize::try_from(stored).unwrap_or(usize::MAX);
-            max_backlog = max_backlog.max(produced.saturating_sub(stored));
+            let now = chrono::Utc::now().timestamp_millis() as f64;
+            backlog.push((now, produced.saturating_sub(stored)));
         }
         analyzer = analyzer.max(thread_cpu().analyzer);
         std::thread::sleep(Duration::from_millis(500));
     }
-    (max_backlog, analyzer)
+    (backlog, analyzer)
 }
 
-/// The analyses the live analyzer ran and their total wall time, from its histogram.
-fn analyses_of(metrics: &LiveMetrics) -> (u64, f64) {
+/// The analyzer's metrics as Prometheus renders them on `/metrics` (empty if they cannot
+/// be rendered): what the functions below read.
+fn exposition(metrics: &LiveMetrics) -> String {
     let mut registry = prometheus_client::registry::Registry::default();
     metrics.register(&mut registry);
     let mut text = String::new();
     if prometheus_client::encoding::text::encode(&mut text, &registry).is_err() {
-        return (0, 0.0);
+        text.clear();
     }
-    let value = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
+    text
+}
+
+/// The value of the series `series` (its name and labels, as rendered) in `text`.
+fn series_value(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        l.strip_prefix(series)?
+            .strip_prefix(' ')?
+            .trim()
+            .parse()
+            .ok()
+    })
+}
+
+/// How many analyses ran and the seconds they took, from the analyzer's histogram.
+fn analyses_of(metrics: &LiveMetrics) -> (u64, f64) {
+    let text = exposition(metrics);
     (
-        value("whyslow_live_analysis_seconds_count ") as u64,
-        value("whyslow_live_analysis_seconds_sum "),
+        series_value(&text, "whyslow_live_analysis_seconds_count").unwrap_or(0.0) as u64,
+        series_value(&text, "whyslow_live_analysis_seconds_sum").unwrap_or(0.0),
     )
 }
 
 /// The metric segments the analyses' scans read, reused and found stale, from the
 /// analyzer's counter.
 fn scanned_of(metrics: &LiveMetrics) -> [u64; 3] {
-    let mut registry = prometheus_client::registry::Registry::default();
-    metrics.register(&mut registry);
-    let mut text = String::new();
-    if prometheus_client::encoding::text::encode(&mut text, &registry).is_err() {
-        return [0; 3];
-    }
+    let text = exposition(metrics);
     ["read", "reused", "stale"].map(|how| {
-        let name = format!("whyslow_live_scanned_segments_total{{how=\"{how}\"}} ");
-        text.lines()
-            .find_map(|l| l.strip_prefix(name.as_str())?.trim().parse::<u64>().ok())
-            .unwrap_or(0)
+        let series = format!("whyslow_live_scanned_segments_total{{how=\"{how}\"}}");
+        series_value(&text, &series).unwrap_or(0.0) as u64
     })
 }
 
@@ -485,13 +519,7 @@ const STAGES_SHOWN: usize = 16;
 /// Seconds the analyses spent in each stage, costliest first, from the analyzer's
 /// counter.
 fn stages_of(metrics: &LiveMetrics) -> Vec<(String, f64)> {
-    let mut registry = prometheus_client::registry::Registry::default();
-    metrics.register(&mut registry);
-    let mut text = String::new();
-    if prometheus_client::encoding::text::encode(&mut text, &registry).is_err() {
-        return Vec::new();
-    }
-    let mut stages: Vec<(String, f64)> = text
+    let mut stages: Vec<(String, f64)> = exposition(metrics)
         .lines()
         .filter_map(|l| {
             let rest = l.strip_prefix("whyslow_live_stage_seconds_total{stage=\"")?;
@@ -622,20 +650,23 @@ fn read_incidents(brokers: &str, topic: &str) -> Result<Vec<Published>> {
             continue;
         }
         let verdict = &last["causes"][0]["cause"];
-        let latency =
-            |v: &Value| Some(millis(&v["published_at"])? - millis(&v["evidence_arrived_at"])?);
+        let span = |v: &Value| {
+            Some((
+                millis(&v["evidence_arrived_at"])?,
+                millis(&v["published_at"])?,
+            ))
+        };
+        let latency = |v: &Value| span(v).map(|(from, to)| to - from);
         let opened = revs.first().and_then(latency);
-        let decided = revs
-            .iter()
-            .find(|v| &v["causes"][0]["cause"] == verdict)
-            .and_then(latency);
-        if let (Some(o), Some(d)) = (opened, decided) {
+        let decided = revs.iter().find(|v| &v["causes"][0]["cause"] == verdict);
+        if let (Some(o), Some((from, to))) = (opened, decided.and_then(span)) {
             out.push(Published {
                 id,
                 workload: last["workload"].as_str().unwrap_or_default().to_string(),
                 verdict: verdict.as_str().unwrap_or_default().to_string(),
                 opened_ms: o,
-                decided_ms: d,
+                decided_ms: to - from,
+                decided_span: (from, to),
             });
         }
     }

@@ -12,9 +12,12 @@
 -- `symptoms` and `symptom_scope` are registered by the analyzer before the rules run;
 -- `s_unplaced` says nothing placed the workload at the onset (the hardware it ran on
 -- then is nowhere in its scope).
+-- Computed once by the analyzer (`causes::register`) and kept as the table
+-- `symptom_events` that most rules read; `$first_onset` and `$last_end` (the earliest
+-- onset_from and latest end of the symptoms) repeat the join's bounds as constants, so
+-- that only the segments and pages around the symptoms are read.
 -- (Aliases are long on purpose: DataFusion 55 trips over a rule's alias that repeats one
 -- of this view's when it pushes map lookups down.)
-CREATE OR REPLACE VIEW symptom_events AS
 SELECT sym.slowdown_id, sym.kind AS symptom_kind, sym.start AS onset, sym."end" AS symptom_end,
   sym.namespace AS s_namespace, sym.workload AS s_workload, sym.unplaced AS s_unplaced,
   CASE WHEN evt.duration_seconds > 0
@@ -44,6 +47,7 @@ JOIN (
       WHEN kind = 'compile' THEN TRY_CAST(attrs['seconds'] AS DOUBLE)
     END AS duration_seconds
   FROM events
+  WHERE time >= $first_onset AND time <= $last_end
 ) evt ON evt.time >= sym.onset_from AND evt.time <= sym."end"
 LEFT JOIN (
   SELECT slowdown_id, node, min(level) AS level FROM symptom_scope GROUP BY slowdown_id, node

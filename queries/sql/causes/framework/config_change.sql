@@ -39,7 +39,11 @@ replaced AS (
   JOIN metrics m ON m.workload = s.workload AND (m.namespace IS NOT DISTINCT FROM s.namespace)
     AND m.run_id IS NOT NULL AND m.run_id <> r.run_id
     AND m.time < r.time AND m.time >= r.time - INTERVAL '1 hour'
-  WHERE s.kind IN ('regression', 'throughput_drop')
+  -- The same bounds as constants (r.time is within 30 minutes before and 10 after a
+  -- start), so that only the segments around the symptoms are read.
+  WHERE m.time >= $first_start - INTERVAL '90 minutes'
+    AND m.time < $last_end + INTERVAL '10 minutes'
+    AND s.kind IN ('regression', 'throughput_drop')
   GROUP BY s.slowdown_id, r.event_id, r.time, r.run_id
 ),
 kv AS (

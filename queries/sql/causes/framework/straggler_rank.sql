@@ -23,7 +23,9 @@ ranks AS (
   JOIN metrics m ON m.metric = 'compute_seconds' AND m.workload = s.workload
     AND (m.namespace IS NOT DISTINCT FROM s.namespace)
     AND m.time >= s.start AND m.time <= s."end"
-  WHERE s.kind IN ('regression', 'throughput_drop') AND m.rank IS NOT NULL
+  -- The same bounds as constants, so that only the segments of the symptoms are read.
+  WHERE m.time >= $first_start AND m.time <= $last_end
+    AND s.kind IN ('regression', 'throughput_drop') AND m.rank IS NOT NULL
   GROUP BY s.slowdown_id, m.rank
 ),
 peers AS (
