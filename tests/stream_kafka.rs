@@ -14,6 +14,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use rdkafka::producer::{BaseRecord, Producer};
 use support::broker::Broker;
 use support::produce::{produce_events, producer};
+use support::s3::free_port;
 use support::signal;
 use whyslow_schemas::Table;
 use whyslow_store::Store;
@@ -29,14 +30,6 @@ fn produce_raw(broker: &Broker, topic: &str, partition: i32, payloads: &[&[u8]])
         .expect("queued");
     }
     p.flush(Duration::from_secs(30)).expect("delivered");
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn start_worker(store: &Path, broker: &Broker, group: &str, topic: &str) -> Child {

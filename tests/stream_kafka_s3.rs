@@ -17,7 +17,7 @@ use object_store::ObjectStoreExt;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use support::broker::Broker;
 use support::produce::produce_events;
-use support::s3::S3Server;
+use support::s3::{S3Server, free_port};
 use support::signal;
 use whyslow_schemas::Table;
 use whyslow_store::{Root, Store};
@@ -43,11 +43,7 @@ impl Bucket {
     }
 
     fn start_worker(&self, broker: &Broker, group: &str, topic: &str) -> Child {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let mut child = self
             .whyslow()
             .args(["stream", "--brokers", &broker.addr(), "--group", group])

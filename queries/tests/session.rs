@@ -276,6 +276,7 @@ async fn sessions_on_one_runtime_share_the_footers_read_and_see_later_commits() 
         .await
         .unwrap();
     let after = count(&ctx, "SELECT count(DISTINCT event_id) FROM events").await;
+    assert_eq!(after, 14);
     assert!(before < after, "the second commit adds events");
     assert_eq!(
         footers(),

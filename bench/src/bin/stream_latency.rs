@@ -97,8 +97,6 @@ struct Run {
     finished_secs: f64,
     /// Incidents published and standing at the end.
     incidents: Vec<Published>,
-    /// The most messages produced and not yet stored at one sample.
-    max_backlog: usize,
     /// Every sample of the backlog: (Unix time, ms; messages produced and not yet stored).
     backlog: Vec<(f64, usize)>,
     /// Analyses run and the wall time they took, s.
@@ -117,15 +115,26 @@ struct Published {
     id: String,
     workload: String,
     verdict: String,
-    /// Latency of its opening and of its final verdict, ms.
+    /// Latency of its opening, ms.
     opened_ms: f64,
-    decided_ms: f64,
     /// When the evidence of its final verdict arrived and when that verdict was published
     /// (Unix time, ms).
     decided_span: (f64, f64),
 }
 
+impl Run {
+    /// The most messages produced and not yet stored at one sample.
+    fn max_backlog(&self) -> usize {
+        self.backlog.iter().map(|(_, n)| *n).max().unwrap_or(0)
+    }
+}
+
 impl Published {
+    /// Latency of its final verdict, ms.
+    fn decided_ms(&self) -> f64 {
+        self.decided_span.1 - self.decided_span.0
+    }
+
     /// The largest backlog sampled while its final verdict was awaited: messages that
     /// were waiting to be stored (a latency spent in ingest, not in the analyzer, where
     /// the evidence was among them).
@@ -181,7 +190,11 @@ fn main() -> Result<()> {
                 eprintln!(
                     "    incident {} ({} {}): opened after {:.0} ms, final verdict after {:.0} ms \
                      (largest backlog meanwhile: {backlog})",
-                    i.id, i.workload, i.verdict, i.opened_ms, i.decided_ms
+                    i.id,
+                    i.workload,
+                    i.verdict,
+                    i.opened_ms,
+                    i.decided_ms()
                 );
             }
         }
@@ -194,7 +207,7 @@ fn main() -> Result<()> {
             run.records,
             run.records as f64 / run.produce_secs,
             run.stored_secs,
-            run.max_backlog,
+            run.max_backlog(),
             run.analyses,
             run.analysis_secs,
             run.analyzer_cpu,
@@ -395,7 +408,6 @@ fn run_scenario(
         stored_secs,
         finished_secs,
         incidents,
-        max_backlog: backlog.iter().map(|(_, n)| *n).max().unwrap_or(0),
         backlog,
         analyses,
         analysis_secs,
@@ -659,14 +671,13 @@ fn read_incidents(brokers: &str, topic: &str) -> Result<Vec<Published>> {
         let latency = |v: &Value| span(v).map(|(from, to)| to - from);
         let opened = revs.first().and_then(latency);
         let decided = revs.iter().find(|v| &v["causes"][0]["cause"] == verdict);
-        if let (Some(o), Some((from, to))) = (opened, decided.and_then(span)) {
+        if let (Some(o), Some(decided_span)) = (opened, decided.and_then(span)) {
             out.push(Published {
                 id,
                 workload: last["workload"].as_str().unwrap_or_default().to_string(),
                 verdict: verdict.as_str().unwrap_or_default().to_string(),
                 opened_ms: o,
-                decided_ms: to - from,
-                decided_span: (from, to),
+                decided_span,
             });
         }
     }
@@ -688,7 +699,7 @@ fn print_summary(runs: &[Run]) {
         .collect();
     let mut decided: Vec<f64> = runs
         .iter()
-        .flat_map(|r| r.incidents.iter().map(|i| i.decided_ms))
+        .flat_map(|r| r.incidents.iter().map(Published::decided_ms))
         .collect();
     opened.sort_by(f64::total_cmp);
     decided.sort_by(f64::total_cmp);
@@ -719,7 +730,7 @@ fn print_summary(runs: &[Run]) {
         analysis / analyses.max(1) as f64,
         100.0 * analysis / finished,
         100.0 * analyzer_cpu / process_cpu.max(1e-9),
-        runs.iter().map(|r| r.max_backlog).max().unwrap_or(0)
+        runs.iter().map(Run::max_backlog).max().unwrap_or(0)
     );
     let truth: usize = runs.iter().map(|r| r.truth.len()).sum();
     let found: usize = runs.iter().map(|r| r.found).sum();

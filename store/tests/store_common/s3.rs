@@ -70,10 +70,11 @@ impl Ports {
     }
 }
 
-/// A free loopback port for a server a test starts (weed, a broker): below the kernel's
-/// ephemeral range, so that no outgoing connection (servers of other tests dial their own
-/// components while they start) is given it between the moment it is picked and the
-/// moment the server binds it; checked free, and never handed out twice in this process.
+/// A free loopback port for a server a test starts (weed, a broker, a worker's
+/// `/metrics`): below the kernel's ephemeral range, so that no outgoing connection
+/// (servers of other tests dial their own components while they start) is given it
+/// between the moment it is picked and the moment the server binds it; checked free, and
+/// never handed out twice in this process.
 pub fn free_port() -> u16 {
     let (low, ceiling) = port_range();
     free_in(low, ceiling, &mut handed_out())
