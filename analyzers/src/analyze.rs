@@ -11,6 +11,7 @@ pub mod profiles;
 mod read;
 mod second_copies;
 mod segment_folds;
+mod segment_rows;
 mod serving;
 mod utilization;
 
@@ -37,10 +38,11 @@ use crate::symptoms::{
 use read::*;
 
 pub use metric_scan::Scanned;
-pub use read::{scan_metrics, scan_metrics_keeping};
+pub use read::{read_framework_series, scan_metrics, scan_metrics_keeping};
 pub use segment_folds::{
     DEFAULT_BUDGET_BYTES as DEFAULT_FOLD_BUDGET_BYTES, LastScan, SegmentFolds,
 };
+pub use segment_rows::LastRead;
 
 pub use crate::symptoms::run::{Marks, RunSeries};
 
@@ -141,7 +143,7 @@ pub async fn analyze_keeping(
     ctx: &SessionContext,
     sel: &Selection,
     cfg: &DetectorConfig,
-    kept: Option<&mut SegmentFolds>,
+    mut kept: Option<&mut SegmentFolds>,
 ) -> Result<Analysis> {
     let mut clock = Clock::new();
     let from = sel.from_ns.unwrap_or(0);
@@ -165,7 +167,7 @@ pub async fn analyze_keeping(
     // without per-rank compute times) whose GPU activity the one scan of the samples folds,
     // with every series' first and last sample (for the extents and the placements) and
     // the utilization.
-    let series = read_framework_series(ctx, &params).await?;
+    let series = read_framework_series(ctx, &params, kept.as_deref_mut()).await?;
     clock.lap("framework series");
     let scanned = scan_metrics_keeping(ctx, &params, &straggler_candidates(&series), kept).await?;
     sql::replace_table(

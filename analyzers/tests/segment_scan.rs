@@ -3,7 +3,8 @@
 //! must find what the query `symptoms/metric_scan.sql` finds, for a whole store and for a
 //! window that cuts segments. The live analyzer's scan, which reuses the folds of the
 //! segments earlier scans read (`SegmentFolds`), must find what a scan of every segment
-//! finds, as the store grows.
+//! finds, as the store grows; and so must its read of the framework series, which reuses
+//! the rows of those segments.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -11,7 +12,9 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
-use whyslow_analyzers::analyze::{Scanned, SegmentFolds, scan_metrics, scan_metrics_keeping};
+use whyslow_analyzers::analyze::{
+    Scanned, SegmentFolds, read_framework_series, scan_metrics, scan_metrics_keeping,
+};
 use whyslow_analyzers::columns::Columns;
 use whyslow_analyzers::command::ingest_dir;
 use whyslow_analyzers::sql::ts_param;
@@ -260,5 +263,81 @@ fn kept_segment_folds_give_what_a_scan_of_every_segment_gives_as_the_store_grows
         let scan = part.last_scan();
         assert!(scan.kept_bytes <= all.kept_bytes / 2, "{scan:?}");
         assert!(scan.read > 0, "{scan:?}");
+    });
+}
+
+#[test]
+fn kept_framework_rows_give_the_series_a_read_of_every_segment_gives_as_the_store_grows() {
+    use whyslow_ingest::run::{IngestOptions, ingest};
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // A fine-tuning job's steps per rank, preempted and restored: its series span many
+    // segments, and a run's rank changes place.
+    let dir = whyslow_fixtures::committed_scenarios_dir().join("combo-preemption-thermal");
+    let store = tempfile::tempdir().unwrap();
+    let mut kept = SegmentFolds::default();
+    let (mut reused, mut compared) = (0, 0);
+    let whole = [("from", ts_param(0)), ("to", ts_param(i64::MAX / 2))];
+    for file in input_files(&dir) {
+        let opts = IngestOptions::new(
+            store.path(),
+            vec![file.display().to_string()],
+            whyslow_ingest::Format::Auto,
+        );
+        ingest(&opts).unwrap();
+        rt.block_on(async {
+            let ctx = whyslow_queries::open_session(store.path()).await.unwrap();
+            let from_kept = read_framework_series(&ctx, &whole, Some(&mut kept))
+                .await
+                .unwrap();
+            let every = read_framework_series(&ctx, &whole, None).await.unwrap();
+            assert_eq!(from_kept, every, "after {}", file.display());
+            if !every.is_empty() {
+                compared += 1;
+                reused += kept.last_series_read().reused;
+            }
+        });
+    }
+    assert!(compared >= 2, "only {compared} reads compared");
+    assert!(reused > 0, "no segment's rows were reused");
+    rt.block_on(async {
+        let ctx = whyslow_queries::open_session(store.path()).await.unwrap();
+        let every = read_framework_series(&ctx, &whole, None).await.unwrap();
+        let points: usize = every
+            .values()
+            .flat_map(|run| run.metrics.values())
+            .flat_map(|ranks| ranks.values())
+            .map(Vec::len)
+            .sum();
+        assert!(points > 100, "{points} points");
+        assert!(every.values().any(|run| !run.placement.is_empty()));
+        // A window that cuts segments: those are read again, not kept, alike.
+        let bounds = rows(&ctx, "SELECT min(time) AS lo, max(time) AS hi FROM metrics").await;
+        let c = Columns::new(&bounds[0], "bounds");
+        let (lo, hi) = (
+            c.times("lo").unwrap()[0].unwrap(),
+            c.times("hi").unwrap()[0].unwrap(),
+        );
+        let third = (hi - lo) / 3;
+        let middle = [
+            ("from", ts_param(lo + third + 1)),
+            ("to", ts_param(hi - third - 1)),
+        ];
+        for _ in 0..2 {
+            let from_kept = read_framework_series(&ctx, &middle, Some(&mut kept))
+                .await
+                .unwrap();
+            let every = read_framework_series(&ctx, &middle, None).await.unwrap();
+            assert_eq!(from_kept, every, "middle third");
+        }
+        // No budget: the query runs over the session, nothing is kept.
+        let mut unkept = SegmentFolds::with_budget(0);
+        let from_kept = read_framework_series(&ctx, &whole, Some(&mut unkept))
+            .await
+            .unwrap();
+        assert_eq!(from_kept, every, "no budget");
+        assert_eq!(unkept.last_series_read().kept_bytes, 0);
     });
 }

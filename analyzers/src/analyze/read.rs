@@ -60,14 +60,39 @@ pub async fn read_extents(ctx: &SessionContext, params: &Params) -> Result<Vec<W
     Ok(out)
 }
 
+/// The framework series in the window (`symptoms/framework_series.sql`): per run,
+/// each metric's points per rank in time order, and where each rank ran. With `kept`
+/// (the live analyzer's, between analyses), the rows of the segments read before are
+/// reused (`analyze/segment_rows.rs`): the same series, read from the new segments only.
 pub async fn read_framework_series(
     ctx: &SessionContext,
     params: &Params,
+    kept: Option<&mut SegmentFolds>,
 ) -> Result<BTreeMap<WorkloadKey, RunSeries>> {
+    let window = param_ns(params, "from").zip(param_ns(params, "to"));
+    let reused = match (kept, window) {
+        (Some(kept), Some(window)) => kept.framework_rows(ctx, window, params).await?,
+        _ => None,
+    };
+    let batches = match reused {
+        Some(batches) => batches,
+        None => sql::collect(ctx, q::FRAMEWORK_SERIES, params).await?,
+    };
+    series_of(&batches)
+}
+
+/// Where a rank ran, as a run's series tell it: the node and device of its first sample
+/// that names a node (by time, then step), of the first metric by name that has one.
+type Placed = BTreeMap<(Option<i32>, String), ((i64, Option<i64>), Option<String>, Option<String>)>;
+
+/// The series in rows of `symptoms/framework_series.sql`, in any order (the query's
+/// order spares work: each run of rows of one series is looked up once).
+fn series_of(batches: &[RecordBatch]) -> Result<BTreeMap<WorkloadKey, RunSeries>> {
     let mut out: BTreeMap<WorkloadKey, RunSeries> = BTreeMap::new();
+    let mut placed: BTreeMap<WorkloadKey, Placed> = BTreeMap::new();
     let file = q::FRAMEWORK_SERIES.path;
-    for b in sql::collect(ctx, q::FRAMEWORK_SERIES, params).await? {
-        let c = Columns::new(&b, file);
+    for b in batches {
+        let c = Columns::new(b, file);
         let (ns, w, run, metric) = (
             c.texts("namespace")?,
             c.texts("workload")?,
@@ -81,7 +106,6 @@ pub async fn read_framework_series(
             c.floats("value")?,
         );
         let (node, device) = (c.texts("node")?, c.texts("device")?);
-        // Rows come sorted by series: each run of rows of one series is looked up once.
         let same_series = |i: usize, j: usize| {
             rank[i] == rank[j]
                 && metric.get(i) == metric.get(j)
@@ -100,16 +124,38 @@ pub async fn read_framework_series(
             };
             let r = rank[rows.start].map(|r| r as i32);
             let usable = |i: &usize| time[*i].is_some() && value[*i].is_some();
-            let entry = out.entry(key).or_default();
-            if let Some(i) = rows.clone().filter(usable).find(|&i| node.get(i).is_some()) {
-                entry.placement.entry(r).or_insert_with(|| {
+            // (`usable` rows have a time.)
+            let first_placed = rows
+                .clone()
+                .filter(usable)
+                .filter(|&i| node.get(i).is_some())
+                .min_by_key(|&i| {
                     (
-                        node.get(i).map(str::to_string),
-                        device.get(i).map(str::to_string),
+                        time[i].unwrap_or(i64::MAX),
+                        step[i],
+                        node.get(i),
+                        device.get(i),
                     )
                 });
+            if let Some(i) = first_placed {
+                let at = (time[i].unwrap_or(i64::MAX), step[i]);
+                let place = (
+                    at,
+                    node.get(i).map(str::to_string),
+                    device.get(i).map(str::to_string),
+                );
+                let e = placed
+                    .entry(key.clone())
+                    .or_default()
+                    .entry((r, m.to_string()))
+                    .or_insert_with(|| place.clone());
+                if place < *e {
+                    *e = place;
+                }
             }
-            let points = entry
+            let points = out
+                .entry(key)
+                .or_default()
                 .metrics
                 .entry(m.to_string())
                 .or_default()
@@ -132,7 +178,11 @@ pub async fn read_framework_series(
             }));
         }
     }
-    for run in out.values_mut() {
+    for (key, run) in out.iter_mut() {
+        // Each rank's place from the first metric by name that has one.
+        for ((r, _), (_, node, device)) in placed.remove(key).unwrap_or_default() {
+            run.placement.entry(r).or_insert((node, device));
+        }
         for ranks in run.metrics.values_mut() {
             for pts in ranks.values_mut() {
                 pts.sort_by(|a, b| {

@@ -12,6 +12,9 @@
 //! that reads every segment finds. A segment that leaves the window, or that compaction
 //! replaced, is dropped at the next scan.
 //!
+//! Beside the folds, the same segments' rows of the framework series are kept
+//! (`analyze/segment_rows.rs`), under the same budget.
+//!
 //! Memory is bounded by a budget ([`SegmentFolds::with_budget`]): a fold holds about as
 //! much as its segment's GPU-minutes and series, so the folds of a long window of a large
 //! fleet can outgrow what the analysis itself needs. The newest segments' folds are kept
@@ -25,13 +28,14 @@ use whyslow_queries::{Segment, dictionary_scan};
 use whyslow_schemas::Table;
 
 use super::metric_scan::{ScanBasis, ScanFold};
+use super::segment_rows::{LastRead, SegmentRows};
 use crate::sql::symptoms as q;
 use crate::{AnalyzeError, Result};
 
 /// A segment as its fold is kept under: its file, rows and bytes. A committed segment is
 /// never rewritten in place (compaction writes new files), so its path names its content;
 /// the rows and bytes make sure.
-type SegmentId = (PathBuf, u64, u64);
+pub(super) type SegmentId = (PathBuf, u64, u64);
 
 /// The default budget of the kept folds, in bytes (estimated, [`ScanFold::approx_bytes`]).
 pub const DEFAULT_BUDGET_BYTES: usize = 256 << 20;
@@ -40,6 +44,9 @@ pub const DEFAULT_BUDGET_BYTES: usize = 256 << 20;
 pub struct SegmentFolds {
     /// Each kept fold with its estimated bytes.
     folds: HashMap<SegmentId, (ScanFold, usize)>,
+    /// The framework series' rows of each segment (`analyze/segment_rows.rs`), kept
+    /// under the same budget: first, since they are read first and are the fewer.
+    series: SegmentRows,
     budget_bytes: usize,
     last: LastScan,
 }
@@ -71,6 +78,7 @@ impl SegmentFolds {
     pub fn with_budget(budget_bytes: usize) -> Self {
         SegmentFolds {
             folds: HashMap::new(),
+            series: SegmentRows::default(),
             budget_bytes,
             last: LastScan::default(),
         }
@@ -79,6 +87,25 @@ impl SegmentFolds {
     /// What the last scan reused and read.
     pub fn last_scan(&self) -> LastScan {
         self.last
+    }
+
+    /// What the last read of the framework series reused and read.
+    pub fn last_series_read(&self) -> LastRead {
+        self.series.last_read()
+    }
+
+    /// The rows of `symptoms/framework_series.sql` in the window (`params` its `$from`
+    /// and `$to`), from the kept rows of the segments read before and the query over the
+    /// others (`SegmentRows::collect`; `None`: run the query over the session).
+    pub(super) async fn framework_rows(
+        &mut self,
+        ctx: &SessionContext,
+        window: (i64, i64),
+        params: &[(&str, datafusion::scalar::ScalarValue)],
+    ) -> Result<Option<Vec<arrow::array::RecordBatch>>> {
+        self.series
+            .collect(ctx, q::FRAMEWORK_SERIES, window, params, self.budget_bytes)
+            .await
     }
 
     /// The fold of the rows of `segments` in [`from_ns`, `to_ns`] under `basis`: the
@@ -166,11 +193,13 @@ impl SegmentFolds {
             .map(|(id, f)| (max_times.get(&id).copied().flatten(), id, f))
             .collect();
         newest.sort_by(|a, b| (b.0, &b.1).cmp(&(a.0, &a.1)));
+        // (What the framework series' rows keep counts against the same budget.)
+        let budget = self.budget_bytes.saturating_sub(self.series.kept_bytes());
         let mut kept_bytes = 0;
         self.folds = newest
             .into_iter()
             .filter_map(|(_, id, (f, bytes))| {
-                (kept_bytes + bytes <= self.budget_bytes).then(|| {
+                (kept_bytes + bytes <= budget).then(|| {
                     kept_bytes += bytes;
                     (id, (f, bytes))
                 })
@@ -206,6 +235,6 @@ pub(super) async fn read_into(
     Ok(fold)
 }
 
-fn id_of(s: &Segment) -> SegmentId {
+pub(super) fn id_of(s: &Segment) -> SegmentId {
     (s.path.clone(), s.rows, s.bytes)
 }

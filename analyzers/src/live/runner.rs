@@ -396,6 +396,7 @@ async fn analyze_window(
     };
     let analysis = analyze_keeping(&ctx, &selection, &opts.detectors, Some(folds)).await?;
     let scan = folds.last_scan();
+    let series = folds.last_series_read();
     opts.metrics.scanned(scan);
     let built = std::time::Instant::now();
     let report =
@@ -432,6 +433,9 @@ async fn analyze_window(
         segments_reused = scan.reused,
         segments_stale = scan.stale,
         folds_kept_bytes = scan.kept_bytes,
+        series_segments_read = series.read,
+        series_segments_reused = series.reused,
+        series_kept_bytes = series.kept_bytes,
         "Live analysis done."
     );
     Ok(Some((sightings, from, truncated)))

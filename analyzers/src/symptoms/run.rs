@@ -11,7 +11,7 @@ use super::straggler::{self, RankSeries};
 use super::{DetectorConfig, Pauses, Point, Symptom, WorkloadKey, progress, secs};
 
 /// Per-run framework series: metric -> rank -> points, and rank -> (node, device).
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct RunSeries {
     pub metrics: BTreeMap<String, BTreeMap<Option<i32>, Vec<Point>>>,
     pub placement: BTreeMap<Option<i32>, (Option<String>, Option<String>)>,
