@@ -155,6 +155,22 @@ pub async fn analyze_keeping(
         .await
         .map_err(|source| crate::AnalyzeError::Segments { source })?;
     clock.lap("events in memory");
+    // The live analyzer keeps the workloads' progress times per segment: the view
+    // `checkpoint_ops` reads those instead of every framework sample of the store.
+    if let Some(k) = kept.as_deref_mut()
+        && let Some((schema, rows)) = k.progress_rows(ctx).await?
+    {
+        sql::replace_table(ctx, "workload_progress", schema, rows)?;
+        // (A view is bound to what it read when it was defined: defined again.)
+        let view = sql::state::CHECKPOINT_OPS;
+        whyslow_queries::session::register_sql(ctx, view.text()?)
+            .await
+            .map_err(|e| crate::AnalyzeError::Sql {
+                file: view.path,
+                source: datafusion::error::DataFusionError::External(Box::new(e)),
+            })?;
+        clock.lap("progress times");
+    }
     // Two branches at once: the tables read by name below that need no scan of the samples
     // (the serving samples, the checkpoint operations) are built on a task of their own
     // while the framework series and the scan run, and take the cores those leave idle

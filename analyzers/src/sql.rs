@@ -67,6 +67,18 @@ pub mod symptoms {
     pub const SERVING_WORKLOADS: SqlFile = sql!("symptoms/serving_workloads.sql");
     /// `serving_samples` over the analysis' window and the hour either side, computed once.
     pub const SERVING_WINDOW: SqlFile = sql!("symptoms/serving_window.sql");
+    /// The rows of the view `workload_progress`, one segment at a time (the live
+    /// analyzer's, `analyze/segment_rows.rs`).
+    pub const PROGRESS_TIMES: SqlFile = sql!("symptoms/progress_times.sql");
+}
+
+/// State views the analyzer defines again in a session of its own making.
+pub mod state {
+    use super::SqlFile;
+    /// Each workload's progress times (what `PROGRESS_TIMES` reads).
+    pub const WORKLOAD_PROGRESS: SqlFile = sql!("state/workload_progress.sql");
+    /// Checkpoint operations (over `workload_progress`).
+    pub const CHECKPOINT_OPS: SqlFile = sql!("state/checkpoint_ops.sql");
 }
 
 /// The views the cause rules read, in dependency order: the level signals' rates of each
@@ -211,6 +223,20 @@ pub async fn collect(
 ) -> crate::Result<Vec<arrow::array::RecordBatch>> {
     let df = frame(ctx, file, params).await?;
     run(df, file.path).await
+}
+
+/// [`collect`], with the rows' schema: the first batch's, or the plan's where there are
+/// none (see [`register_rows`]).
+pub async fn collect_with_schema(
+    ctx: &datafusion::prelude::SessionContext,
+    file: SqlFile,
+    params: &[(&str, datafusion::scalar::ScalarValue)],
+) -> crate::Result<(arrow::datatypes::SchemaRef, Vec<arrow::array::RecordBatch>)> {
+    let df = frame(ctx, file, params).await?;
+    let planned = std::sync::Arc::new(df.schema().as_arrow().clone());
+    let batches = run(df, file.path).await?;
+    let schema = batches.first().map_or(planned, |b| b.schema());
+    Ok((schema, batches))
 }
 
 /// The log target of the analysis' query profiles: with it at `trace`
@@ -435,6 +461,9 @@ mod tests {
             PLACEMENTS,
             SAVE_CADENCE,
             PROFILES,
+            PROGRESS_TIMES,
+            state::WORKLOAD_PROGRESS,
+            state::CHECKPOINT_OPS,
             EVIDENCE,
             AFTERMATH,
         ];

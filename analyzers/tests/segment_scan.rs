@@ -341,3 +341,46 @@ fn kept_framework_rows_give_the_series_a_read_of_every_segment_gives_as_the_stor
         assert_eq!(unkept.last_series_read().kept_bytes, 0);
     });
 }
+
+#[test]
+fn an_analysis_that_keeps_segments_finds_what_one_that_reads_every_segment_finds() {
+    use whyslow_analyzers::analyze::analyze_keeping;
+    use whyslow_analyzers::{DetectorConfig, Selection, analyze};
+    use whyslow_ingest::run::{IngestOptions, ingest};
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // A restore timed by the job's first progress after it (`checkpoint_ops` over the
+    // kept progress times), and the preemption scenario the design must explain.
+    for scenario in ["checkpoint-restore", "combo-preemption-thermal"] {
+        let dir = whyslow_fixtures::committed_scenarios_dir().join(scenario);
+        let store = tempfile::tempdir().unwrap();
+        let mut kept = SegmentFolds::default();
+        let (mut found, mut reused) = (0, 0);
+        for file in input_files(&dir) {
+            let opts = IngestOptions::new(
+                store.path(),
+                vec![file.display().to_string()],
+                whyslow_ingest::Format::Auto,
+            );
+            ingest(&opts).unwrap();
+            rt.block_on(async {
+                let (sel, cfg) = (Selection::default(), DetectorConfig::default());
+                let ctx = whyslow_queries::open_session(store.path()).await.unwrap();
+                let keeping = analyze_keeping(&ctx, &sel, &cfg, Some(&mut kept))
+                    .await
+                    .unwrap();
+                let ctx = whyslow_queries::open_session(store.path()).await.unwrap();
+                let every = analyze(&ctx, &sel, &cfg).await.unwrap();
+                let what = format!("{scenario}, after {}", file.display());
+                assert_eq!(keeping.findings, every.findings, "{what}");
+                assert_eq!(keeping.workloads, every.workloads, "{what}");
+                found += every.findings.len();
+                reused += kept.last_progress_read().reused;
+            });
+        }
+        assert!(found > 0, "{scenario}: nothing found");
+        assert!(reused > 0, "{scenario}: no progress rows reused");
+    }
+}

@@ -12,8 +12,8 @@
 //! that reads every segment finds. A segment that leaves the window, or that compaction
 //! replaced, is dropped at the next scan.
 //!
-//! Beside the folds, the same segments' rows of the framework series are kept
-//! (`analyze/segment_rows.rs`), under the same budget.
+//! Beside the folds, the same segments' rows of the framework series and the workloads'
+//! progress times are kept (`analyze/segment_rows.rs`), under the same budget.
 //!
 //! Memory is bounded by a budget ([`SegmentFolds::with_budget`]): a fold holds about as
 //! much as its segment's GPU-minutes and series, so the folds of a long window of a large
@@ -23,13 +23,15 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
 use datafusion::prelude::SessionContext;
 use whyslow_queries::{Segment, dictionary_scan};
 use whyslow_schemas::Table;
 
 use super::metric_scan::{ScanBasis, ScanFold};
 use super::segment_rows::{LastRead, SegmentRows};
-use crate::sql::symptoms as q;
+use crate::sql::{state, symptoms as q};
 use crate::{AnalyzeError, Result};
 
 /// A segment as its fold is kept under: its file, rows and bytes. A committed segment is
@@ -44,9 +46,11 @@ pub const DEFAULT_BUDGET_BYTES: usize = 256 << 20;
 pub struct SegmentFolds {
     /// Each kept fold with its estimated bytes.
     folds: HashMap<SegmentId, (ScanFold, usize)>,
-    /// The framework series' rows of each segment (`analyze/segment_rows.rs`), kept
-    /// under the same budget: first, since they are read first and are the fewer.
+    /// The framework series' rows of each segment (`analyze/segment_rows.rs`), and the
+    /// workloads' progress times, kept under the same budget: first, since they are read
+    /// first and are the fewer.
     series: SegmentRows,
+    progress: SegmentRows,
     budget_bytes: usize,
     last: LastScan,
 }
@@ -79,6 +83,7 @@ impl SegmentFolds {
         SegmentFolds {
             folds: HashMap::new(),
             series: SegmentRows::default(),
+            progress: SegmentRows::default(),
             budget_bytes,
             last: LastScan::default(),
         }
@@ -94,6 +99,11 @@ impl SegmentFolds {
         self.series.last_read()
     }
 
+    /// What the last read of the progress times reused and read.
+    pub fn last_progress_read(&self) -> LastRead {
+        self.progress.last_read()
+    }
+
     /// The rows of `symptoms/framework_series.sql` in the window (`params` its `$from`
     /// and `$to`), from the kept rows of the segments read before and the query over the
     /// others (`SegmentRows::collect`; `None`: run the query over the session).
@@ -102,10 +112,38 @@ impl SegmentFolds {
         ctx: &SessionContext,
         window: (i64, i64),
         params: &[(&str, datafusion::scalar::ScalarValue)],
-    ) -> Result<Option<Vec<arrow::array::RecordBatch>>> {
+    ) -> Result<Option<Vec<RecordBatch>>> {
         self.series
-            .collect(ctx, q::FRAMEWORK_SERIES, window, params, self.budget_bytes)
+            .collect(
+                ctx,
+                (q::FRAMEWORK_SERIES, &[]),
+                window,
+                params,
+                self.budget_bytes,
+            )
             .await
+    }
+
+    /// The rows of the view `workload_progress` over every segment of the store (as the
+    /// view `checkpoint_ops` reads it, whatever the window), with their schema: from the
+    /// kept rows of the segments read before and the query over the others
+    /// (`SegmentRows::collect`; `None`: read the view over the session).
+    pub(super) async fn progress_rows(
+        &mut self,
+        ctx: &SessionContext,
+    ) -> Result<Option<(SchemaRef, Vec<RecordBatch>)>> {
+        let budget = self.budget_bytes.saturating_sub(self.series.kept_bytes());
+        let rows = self
+            .progress
+            .collect(
+                ctx,
+                (q::PROGRESS_TIMES, &[state::WORKLOAD_PROGRESS]),
+                (i64::MIN, i64::MAX),
+                &[],
+                budget,
+            )
+            .await?;
+        Ok(rows.and_then(|rows| Some((self.progress.schema()?, rows))))
     }
 
     /// The fold of the rows of `segments` in [`from_ns`, `to_ns`] under `basis`: the
@@ -193,8 +231,10 @@ impl SegmentFolds {
             .map(|(id, f)| (max_times.get(&id).copied().flatten(), id, f))
             .collect();
         newest.sort_by(|a, b| (b.0, &b.1).cmp(&(a.0, &a.1)));
-        // (What the framework series' rows keep counts against the same budget.)
-        let budget = self.budget_bytes.saturating_sub(self.series.kept_bytes());
+        // (What the framework rows keep counts against the same budget.)
+        let budget = self
+            .budget_bytes
+            .saturating_sub(self.series.kept_bytes() + self.progress.kept_bytes());
         let mut kept_bytes = 0;
         self.folds = newest
             .into_iter()

@@ -10,11 +10,15 @@
 //! segment the window cuts is read again and not kept. A segment that leaves the window,
 //! or that compaction replaced, is dropped at the next read. The newest segments' rows
 //! are kept first, up to a budget of bytes.
+//!
+//! The query may read views of `metrics` (`views`): they are defined again over each
+//! segment, since a view is bound to the tables it read when it was defined.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
 use datafusion::prelude::SessionContext;
 use whyslow_queries::Segment;
 use whyslow_queries::dictionary_scan;
@@ -40,6 +44,8 @@ pub struct LastRead {
 #[derive(Default)]
 pub struct SegmentRows {
     kept: HashMap<SegmentId, (Vec<RecordBatch>, usize)>,
+    /// The schema of the query's rows, once it has run.
+    schema: Option<SchemaRef>,
     last: LastRead,
 }
 
@@ -54,16 +60,22 @@ impl SegmentRows {
         self.last.kept_bytes
     }
 
-    /// The rows of `file` (a query over `metrics` alone, `$from` and `$to` its window, as
-    /// the module says) over the session's `metrics` segments in the window: the kept
-    /// rows of the segments that lie whole inside it, the query run over each other one.
-    /// Keeps the newest segments' rows up to `budget_bytes`. `None` where `metrics` does
-    /// not read a store's segments (an in-memory table) or nothing is to be kept: the
-    /// caller then runs the query over the session as it is.
+    /// The schema of the query's rows (`None` before it has run once).
+    pub fn schema(&self) -> Option<SchemaRef> {
+        self.schema.clone()
+    }
+
+    /// The rows of `file` (a query over `metrics` and the `views` of it alone, as the
+    /// module says; `params` its parameters) over the session's `metrics` segments that
+    /// may hold rows in [`from_ns`, `to_ns`]: the kept rows of the segments that lie
+    /// whole inside it, the query run over each other one. Keeps the newest segments'
+    /// rows up to `budget_bytes`. `None` where `metrics` does not read a store's segments
+    /// (an in-memory table) or nothing is to be kept: the caller then runs the query over
+    /// the session as it is.
     pub(super) async fn collect(
         &mut self,
         ctx: &SessionContext,
-        file: SqlFile,
+        (file, views): (SqlFile, &[SqlFile]),
         (from_ns, to_ns): (i64, i64),
         params: &[(&str, datafusion::scalar::ScalarValue)],
         budget_bytes: usize,
@@ -90,6 +102,7 @@ impl SegmentRows {
         // One session for the parts, sharing the analysis' configuration and runtime (its
         // object stores, its memory pool), `metrics` in it one segment at a time.
         let part_ctx = SessionContext::new_with_config_rt(ctx.copied_config(), ctx.runtime_env());
+        whyslow_queries::time_functions::register(&part_ctx);
         let mut all = Vec::new();
         let mut kept: Vec<(Option<i64>, SegmentId, (Vec<RecordBatch>, usize))> = Vec::new();
         let (mut reused, mut read) = (0, 0);
@@ -103,7 +116,8 @@ impl SegmentRows {
                 }
                 _ => {
                     read += 1;
-                    let batches = rows_of(&part_ctx, file, &s, params).await?;
+                    let (schema, batches) = rows_of(&part_ctx, (file, views), &s, params).await?;
+                    self.schema = Some(schema);
                     let bytes = batches.iter().map(RecordBatch::get_array_memory_size).sum();
                     (batches, bytes)
                 }
@@ -134,13 +148,14 @@ impl SegmentRows {
     }
 }
 
-/// The rows of `file` over the one segment `s` (a query that fails names its file).
+/// The rows of `file` over the one segment `s`, with their schema, the `views` defined
+/// over it first (a query that fails names its file).
 async fn rows_of(
     part_ctx: &SessionContext,
-    file: SqlFile,
+    (file, views): (SqlFile, &[SqlFile]),
     s: &Segment,
     params: &[(&str, datafusion::scalar::ScalarValue)],
-) -> Result<Vec<RecordBatch>> {
+) -> Result<(SchemaRef, Vec<RecordBatch>)> {
     let table = Arc::new(SegmentTable::new(Table::Metrics, vec![s.clone()]));
     let err = |source| AnalyzeError::Sql {
         file: file.path,
@@ -152,5 +167,13 @@ async fn rows_of(
     part_ctx
         .register_table(Table::Metrics.name(), table)
         .map_err(err)?;
-    sql::collect(part_ctx, file, params).await
+    for view in views {
+        whyslow_queries::session::register_sql(part_ctx, view.text()?)
+            .await
+            .map_err(|e| AnalyzeError::Sql {
+                file: view.path,
+                source: datafusion::error::DataFusionError::External(Box::new(e)),
+            })?;
+    }
+    sql::collect_with_schema(part_ctx, file, params).await
 }

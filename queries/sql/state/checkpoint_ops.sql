@@ -12,9 +12,9 @@
 -- weights written) of the workload after it began, before its next save and within an
 -- hour, at the same step where both name one; for a restore, until its last report where
 -- its reports span more than 10 seconds, else until the workload's first progress after
--- it (a framework metric with a step, or a trainer's epoch) less the usual time between
--- its progress records (progress logged every N steps comes N steps after training
--- resumed), within two hours and before its next restore.
+-- it (`workload_progress`: a framework metric with a step, or a trainer's epoch) less the
+-- usual time between its progress records (progress logged every N steps comes N steps
+-- after training resumed), within two hours and before its next restore.
 CREATE OR REPLACE VIEW checkpoint_ops AS
 WITH reports AS (
   SELECT event_id, namespace, workload, run_id, kind, time,
@@ -26,10 +26,7 @@ WITH reports AS (
   WHERE kind IN ('checkpoint_saved', 'checkpoint_restored') AND workload IS NOT NULL
 ),
 progress AS (
-  SELECT DISTINCT namespace, workload, epoch_ns(time) AS t
-  FROM metrics
-  WHERE layer = 'framework' AND workload IS NOT NULL
-    AND (step IS NOT NULL OR metric = 'epoch') AND metric NOT LIKE 'eval%'
+  SELECT DISTINCT namespace, workload, t FROM workload_progress
 ),
 previous AS (
   SELECT *,
