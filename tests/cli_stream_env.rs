@@ -4,6 +4,10 @@
 //! name after the retry budget they set, exit 1, naming the broker, its logs JSON); the
 //! manifests of `deploy/kubernetes/` are valid and set only variables the worker reads.
 
+#[path = "../store/tests/store_common/s3.rs"]
+#[allow(dead_code)]
+mod s3;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -36,9 +40,10 @@ fn stream_help() -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// A loopback port nobody listens on, and one for the worker's `/metrics`: picked below
+/// the ephemeral range, where no outgoing connection can be given it meanwhile.
 fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
+    s3::free_port()
 }
 
 #[test]

@@ -61,6 +61,9 @@ const EVENTS_IN_MEMORY_ROWS: u64 = 250_000;
 /// (`causes/serving_around.sql`): the analysis keeps them that far around its window.
 pub(crate) const SERVING_AROUND_NS: i64 = 60 * 60 * 1_000_000_000;
 
+/// The bins the serving samples bin raw request samples into (`state/serving_samples.sql`).
+const SERVING_BIN_NS: i64 = 60 * 1_000_000_000;
+
 /// State views that several symptom queries and cause rules read (some more than once
 /// each): the analysis computes each once, as a table of its rows in its session.
 const MATERIALIZED_VIEWS: &[&str] = &["checkpoint_ops"];
@@ -171,13 +174,28 @@ pub async fn analyze_keeping(
             })?;
         clock.lap("progress times");
     }
+    // Where the segments around the window hold no serving sample, the serving samples
+    // are none: the side task need not read them (the binned minutes of the widened
+    // window lie within a minute of it).
+    let near = (
+        from.saturating_sub(SERVING_AROUND_NS + SERVING_BIN_NS),
+        to.saturating_add(SERVING_AROUND_NS + SERVING_BIN_NS),
+    );
+    let no_serving = match kept.as_deref_mut() {
+        Some(k) => {
+            let samples = k.serving_samples_in(ctx, near).await?;
+            clock.lap("serving presence");
+            samples == Some(0)
+        }
+        None => false,
+    };
     // Two branches at once: the tables read by name below that need no scan of the samples
     // (the serving samples, the checkpoint operations) are built on a task of their own
     // while the framework series and the scan run, and take the cores those leave idle
     // (the series' single-partition sort, the scan's waits for batches).
     // (A JoinSet: were the analysis to stop early, dropping it stops that task too.)
     let mut side = tokio::task::JoinSet::new();
-    side.spawn(side_tables(ctx.clone(), from, to));
+    side.spawn(side_tables(ctx.clone(), from, to, no_serving));
     // The window below is the data inside these bounds, so what is read with them is what
     // the window holds. The framework series name the straggler candidates (the workloads
     // without per-rank compute times) whose GPU activity the one scan of the samples folds,
@@ -560,19 +578,31 @@ const SIDE_TABLES: &str = "symptoms/serving_window.sql and the state views";
 /// The tables the analysis reads by name that need no scan of the samples: the serving
 /// samples over the window (`from`, `to`) and the hour on either side of it, and the state
 /// views computed once. Returns how long each took, as stages of the analysis' clock.
-async fn side_tables(ctx: SessionContext, from: i64, to: i64) -> Result<Vec<(&'static str, f64)>> {
+async fn side_tables(
+    ctx: SessionContext,
+    from: i64,
+    to: i64,
+    no_serving: bool,
+) -> Result<Vec<(&'static str, f64)>> {
     let mut clock = Clock::new();
     let around = [
         ("from", ts_param(from.saturating_sub(SERVING_AROUND_NS))),
         ("to", ts_param(to.saturating_add(SERVING_AROUND_NS))),
     ];
-    sql::register(
-        &ctx,
-        "serving_samples",
-        sql::symptoms::SERVING_WINDOW,
-        &around,
-    )
-    .await?;
+    let file = sql::symptoms::SERVING_WINDOW;
+    if no_serving {
+        let view =
+            ctx.table("serving_samples")
+                .await
+                .map_err(|source| crate::AnalyzeError::Sql {
+                    file: file.path,
+                    source,
+                })?;
+        let schema = std::sync::Arc::new(view.schema().as_arrow().clone());
+        sql::replace_table(&ctx, "serving_samples", schema, Vec::new())?;
+    } else {
+        sql::register(&ctx, "serving_samples", file, &around).await?;
+    }
     clock.lap("  serving samples (beside the scan)");
     for view in MATERIALIZED_VIEWS {
         sql::materialize(&ctx, view).await?;

@@ -70,6 +70,8 @@ pub mod symptoms {
     /// The rows of the view `workload_progress`, one segment at a time (the live
     /// analyzer's, `analyze/segment_rows.rs`).
     pub const PROGRESS_TIMES: SqlFile = sql!("symptoms/progress_times.sql");
+    /// How many serving samples a segment holds (the live analyzer's, kept per segment).
+    pub const SERVING_PRESENCE: SqlFile = sql!("symptoms/serving_presence.sql");
 }
 
 /// State views the analyzer defines again in a session of its own making.
@@ -447,6 +449,29 @@ mod tests {
         }
     }
 
+    /// The quoted names of `metric IN (...)` and `metric = '...'` conditions in `sql`.
+    fn metric_names(sql: &str) -> std::collections::BTreeSet<String> {
+        let mut names = std::collections::BTreeSet::new();
+        for part in sql.split("metric IN (").skip(1) {
+            let list = part.split(')').next().unwrap_or_default();
+            names.extend(list.split('\'').skip(1).step_by(2).map(str::to_string));
+        }
+        for part in sql.split("metric = '").skip(1) {
+            names.extend(part.split('\'').next().map(str::to_string));
+        }
+        names
+    }
+
+    #[test]
+    fn the_serving_presence_counts_every_metric_the_serving_samples_read() {
+        let view = whyslow_queries::sql_file("state/serving_samples.sql").unwrap();
+        let counted = symptoms::SERVING_PRESENCE.text().unwrap();
+        let (read, counted) = (metric_names(view), metric_names(counted));
+        assert!(read.len() >= 20, "{read:?}");
+        let missing: Vec<_> = read.difference(&counted).collect();
+        assert!(missing.is_empty(), "not counted: {missing:?}");
+    }
+
     #[test]
     fn every_listed_file_is_embedded() {
         use symptoms::*;
@@ -462,6 +487,7 @@ mod tests {
             SAVE_CADENCE,
             PROFILES,
             PROGRESS_TIMES,
+            SERVING_PRESENCE,
             state::WORKLOAD_PROGRESS,
             state::CHECKPOINT_OPS,
             EVIDENCE,

@@ -352,8 +352,14 @@ fn an_analysis_that_keeps_segments_finds_what_one_that_reads_every_segment_finds
         .build()
         .unwrap();
     // A restore timed by the job's first progress after it (`checkpoint_ops` over the
-    // kept progress times), and the preemption scenario the design must explain.
-    for scenario in ["checkpoint-restore", "combo-preemption-thermal"] {
+    // kept progress times), with no serving sample (the serving samples taken as none
+    // from the kept counts); a serving workload's surge (its samples read); and the
+    // preemption scenario the design must explain.
+    for scenario in [
+        "checkpoint-restore",
+        "serving-request-surge",
+        "combo-preemption-thermal",
+    ] {
         let dir = whyslow_fixtures::committed_scenarios_dir().join(scenario);
         let store = tempfile::tempdir().unwrap();
         let mut kept = SegmentFolds::default();

@@ -12,8 +12,9 @@
 //! that reads every segment finds. A segment that leaves the window, or that compaction
 //! replaced, is dropped at the next scan.
 //!
-//! Beside the folds, the same segments' rows of the framework series and the workloads'
-//! progress times are kept (`analyze/segment_rows.rs`), under the same budget.
+//! Beside the folds, the same segments' rows of the framework series, the workloads'
+//! progress times and how many serving samples each holds are kept
+//! (`analyze/segment_rows.rs`), under the same budget.
 //!
 //! Memory is bounded by a budget ([`SegmentFolds::with_budget`]): a fold holds about as
 //! much as its segment's GPU-minutes and series, so the folds of a long window of a large
@@ -46,11 +47,13 @@ pub const DEFAULT_BUDGET_BYTES: usize = 256 << 20;
 pub struct SegmentFolds {
     /// Each kept fold with its estimated bytes.
     folds: HashMap<SegmentId, (ScanFold, usize)>,
-    /// The framework series' rows of each segment (`analyze/segment_rows.rs`), and the
+    /// The framework series' rows of each segment (`analyze/segment_rows.rs`) and the
     /// workloads' progress times, kept under the same budget: first, since they are read
     /// first and are the fewer.
     series: SegmentRows,
     progress: SegmentRows,
+    /// How many serving samples each segment holds.
+    serving: SegmentRows,
     budget_bytes: usize,
     last: LastScan,
 }
@@ -84,9 +87,18 @@ impl SegmentFolds {
             folds: HashMap::new(),
             series: SegmentRows::default(),
             progress: SegmentRows::default(),
+            serving: SegmentRows::default(),
             budget_bytes,
             last: LastScan::default(),
         }
+    }
+
+    /// What the budget leaves for one kind of kept rows (`own`: what that kind keeps now;
+    /// 0 for the folds, kept last): the budget less what the kinds of rows keep besides.
+    fn budget_beside(&self, own: usize) -> usize {
+        let rows =
+            self.series.kept_bytes() + self.progress.kept_bytes() + self.serving.kept_bytes();
+        self.budget_bytes.saturating_sub(rows - own.min(rows))
     }
 
     /// What the last scan reused and read.
@@ -97,6 +109,30 @@ impl SegmentFolds {
     /// What the last read of the framework series reused and read.
     pub fn last_series_read(&self) -> LastRead {
         self.series.last_read()
+    }
+
+    /// How many serving samples (`symptoms/serving_presence.sql`) the segments that may
+    /// hold rows in `window` hold, from the counts kept of the segments counted before;
+    /// `None` where `metrics` does not read a store's segments or nothing is kept.
+    pub(super) async fn serving_samples_in(
+        &mut self,
+        ctx: &SessionContext,
+        window: (i64, i64),
+    ) -> Result<Option<i64>> {
+        let budget = self.budget_beside(self.serving.kept_bytes());
+        let Some(counts) = self
+            .serving
+            .collect(ctx, (q::SERVING_PRESENCE, &[]), window, &[], budget)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let mut total = 0;
+        for b in &counts {
+            let c = crate::columns::Columns::new(b, q::SERVING_PRESENCE.path);
+            total += c.ints("samples")?.into_iter().flatten().sum::<i64>();
+        }
+        Ok(Some(total))
     }
 
     /// What the last read of the progress times reused and read.
@@ -113,14 +149,9 @@ impl SegmentFolds {
         window: (i64, i64),
         params: &[(&str, datafusion::scalar::ScalarValue)],
     ) -> Result<Option<Vec<RecordBatch>>> {
+        let budget = self.budget_beside(self.series.kept_bytes());
         self.series
-            .collect(
-                ctx,
-                (q::FRAMEWORK_SERIES, &[]),
-                window,
-                params,
-                self.budget_bytes,
-            )
+            .collect(ctx, (q::FRAMEWORK_SERIES, &[]), window, params, budget)
             .await
     }
 
@@ -132,7 +163,7 @@ impl SegmentFolds {
         &mut self,
         ctx: &SessionContext,
     ) -> Result<Option<(SchemaRef, Vec<RecordBatch>)>> {
-        let budget = self.budget_bytes.saturating_sub(self.series.kept_bytes());
+        let budget = self.budget_beside(self.progress.kept_bytes());
         let rows = self
             .progress
             .collect(
@@ -232,9 +263,7 @@ impl SegmentFolds {
             .collect();
         newest.sort_by(|a, b| (b.0, &b.1).cmp(&(a.0, &a.1)));
         // (What the framework rows keep counts against the same budget.)
-        let budget = self
-            .budget_bytes
-            .saturating_sub(self.series.kept_bytes() + self.progress.kept_bytes());
+        let budget = self.budget_beside(0);
         let mut kept_bytes = 0;
         self.folds = newest
             .into_iter()

@@ -5,7 +5,8 @@
 //!
 //! This holds for a query whose every row comes from one row of `metrics` (a filter and
 //! a projection, in any order): its rows over a set of segments are its rows over each
-//! segment, together. A segment's rows are reused while it lies whole inside the window
+//! segment, together. (Or for a count: its counts over each segment add up to its count
+//! over all.) A segment's rows are reused while it lies whole inside the window
 //! (the window's bounds then keep all of its rows, as they did when it was read); a
 //! segment the window cuts is read again and not kept. A segment that leaves the window,
 //! or that compaction replaced, is dropped at the next read. The newest segments' rows
@@ -29,6 +30,9 @@ use super::segment_folds::{SegmentId, id_of};
 use crate::sql::{self, SqlFile};
 use crate::{AnalyzeError, Result};
 
+/// A segment's rows with their bytes.
+type Rows = (Vec<RecordBatch>, usize);
+
 /// What the last read did with its segments.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LastRead {
@@ -43,7 +47,7 @@ pub struct LastRead {
 /// One query's rows, per segment of earlier reads.
 #[derive(Default)]
 pub struct SegmentRows {
-    kept: HashMap<SegmentId, (Vec<RecordBatch>, usize)>,
+    kept: HashMap<SegmentId, Rows>,
     /// The schema of the query's rows, once it has run.
     schema: Option<SchemaRef>,
     last: LastRead,
@@ -104,7 +108,7 @@ impl SegmentRows {
         let part_ctx = SessionContext::new_with_config_rt(ctx.copied_config(), ctx.runtime_env());
         whyslow_queries::time_functions::register(&part_ctx);
         let mut all = Vec::new();
-        let mut kept: Vec<(Option<i64>, SegmentId, (Vec<RecordBatch>, usize))> = Vec::new();
+        let mut kept: Vec<(Option<i64>, SegmentId, Rows)> = Vec::new();
         let (mut reused, mut read) = (0, 0);
         for s in segments {
             let id = id_of(&s);
