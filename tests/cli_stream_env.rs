@@ -5,7 +5,6 @@
 //! manifests of `deploy/kubernetes/` are valid and set only variables the worker reads.
 
 #[path = "../store/tests/store_common/s3.rs"]
-#[allow(dead_code)]
 mod s3;
 
 use std::path::Path;
