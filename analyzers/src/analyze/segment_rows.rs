@@ -1,7 +1,9 @@
 //! The rows of a query over `metrics` alone, kept per segment between analyses: what
-//! the live analyzer keeps of the framework series (`symptoms/framework_series.sql`), so
-//! that an analysis runs the query over the segments committed since the last one (and
-//! those its window cuts), not over its whole window again.
+//! the live analyzer keeps of the framework series (`symptoms/framework_series.sql`), of
+//! the workloads' progress times (`symptoms/progress_times.sql`) and of how many serving
+//! samples each segment holds (`symptoms/serving_presence.sql`), so that an analysis runs
+//! the query over the segments committed since the last one (and those its window cuts),
+//! not over its whole window, or its whole store, again.
 //!
 //! This holds for a query whose every row comes from one row of `metrics` (a filter and
 //! a projection, in any order): its rows over a set of segments are its rows over each
@@ -10,7 +12,8 @@
 //! (the window's bounds then keep all of its rows, as they did when it was read); a
 //! segment the window cuts is read again and not kept. A segment that leaves the window,
 //! or that compaction replaced, is dropped at the next read. The newest segments' rows
-//! are kept first, up to a budget of bytes.
+//! are kept first, up to a budget of bytes. (A read that fails forgets every kept
+//! segment: the next one reads them all.)
 //!
 //! The query may read views of `metrics` (`views`): they are defined again over each
 //! segment, since a view is bound to the tables it read when it was defined.
