@@ -163,6 +163,18 @@ pub async fn analyze_keeping(
     if let Some(k) = kept.as_deref_mut()
         && let Some((schema, rows)) = k.progress_rows(ctx).await?
     {
+        // (Once per time, as the view gives them: a time may recur in two segments' rows.)
+        let err = |source| crate::AnalyzeError::Sql {
+            file: sql::symptoms::PROGRESS_TIMES.path,
+            source,
+        };
+        let rows = match rows.is_empty() {
+            true => rows,
+            false => {
+                let df = ctx.read_batches(rows).and_then(|df| df.distinct());
+                df.map_err(err)?.collect().await.map_err(err)?
+            }
+        };
         sql::replace_table(ctx, "workload_progress", schema, rows)?;
         // (A view is bound to what it read when it was defined: defined again.)
         let view = sql::state::CHECKPOINT_OPS;

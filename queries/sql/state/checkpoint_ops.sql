@@ -26,7 +26,7 @@ WITH reports AS (
   WHERE kind IN ('checkpoint_saved', 'checkpoint_restored') AND workload IS NOT NULL
 ),
 progress AS (
-  SELECT DISTINCT namespace, workload, t FROM workload_progress
+  SELECT namespace, workload, t FROM workload_progress
 ),
 previous AS (
   SELECT *,
