@@ -124,8 +124,8 @@ fn series_of(batches: &[RecordBatch]) -> Result<BTreeMap<WorkloadKey, RunSeries>
             };
             let r = rank[rows.start].map(|r| r as i32);
             let usable = |i: &usize| time[*i].is_some() && value[*i].is_some();
-            // (`usable` rows have a time.)
-            // (By time and step alone: comparing texts per row cost a day's store ~0.1 s.)
+            // By time and step alone (`usable` rows have a time): comparing the node and
+            // device texts per row cost ~30 ms on an hour of a 1000-node fleet.
             let first_placed = rows
                 .clone()
                 .filter(usable)
