@@ -49,7 +49,8 @@ pub struct LiveOptions {
     /// core; a smaller share leaves more of it to ingest, for later verdicts (see
     /// [`DEFAULT_BUSY_SHARE`]).
     pub busy_share: f64,
-    /// The most memory the metric scan's kept segment folds may take between analyses,
+    /// The most memory what is kept per segment between analyses may take (the metric
+    /// scan's folds, the framework series' rows, the progress times, the serving counts),
     /// in bytes (estimated; 0: none kept, every analysis reads its whole window).
     pub fold_budget_bytes: usize,
     /// Threads the analyses run on: 1, the analyzer's own thread (its queries' partitions

@@ -77,8 +77,9 @@ struct Args {
     /// --analysis-share`; 1: back to back).
     #[arg(long, default_value_t = whyslow_analyzers::live::runner::DEFAULT_BUSY_SHARE)]
     analysis_share: f64,
-    /// The most memory, in MiB, the live analyzer keeps of its metric scans' segment
-    /// folds between analyses (0: none, every analysis reads its whole window).
+    /// The most memory, in MiB, the live analyzer keeps per segment between analyses
+    /// (its metric scans' folds and the rows it keeps besides; 0: none, every analysis
+    /// reads its whole window).
     #[arg(long, default_value_t = whyslow_analyzers::analyze::DEFAULT_FOLD_BUDGET_BYTES >> 20)]
     fold_budget_mib: usize,
     /// Threads the live analyses run on (`LiveOptions::threads`; 1: the analyzer's own).
