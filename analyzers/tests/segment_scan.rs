@@ -51,6 +51,35 @@ async fn rows(ctx: &SessionContext, sql: &str) -> Vec<RecordBatch> {
     ctx.sql(sql).await.unwrap().collect().await.unwrap()
 }
 
+/// Ingests one input file into the store at `store`.
+fn ingest_one(store: &std::path::Path, file: &std::path::Path) {
+    use whyslow_ingest::run::{IngestOptions, ingest};
+    let opts = IngestOptions::new(
+        store,
+        vec![file.display().to_string()],
+        whyslow_ingest::Format::Auto,
+    );
+    ingest(&opts).unwrap();
+}
+
+/// `$from` and `$to` of the middle third of the metrics' times: a window that cuts
+/// segments.
+async fn middle_third(
+    ctx: &SessionContext,
+) -> [(&'static str, datafusion::scalar::ScalarValue); 2] {
+    let bounds = rows(ctx, "SELECT min(time) AS lo, max(time) AS hi FROM metrics").await;
+    let c = Columns::new(&bounds[0], "bounds");
+    let (lo, hi) = (
+        c.times("lo").unwrap()[0].unwrap(),
+        c.times("hi").unwrap()[0].unwrap(),
+    );
+    let third = (hi - lo) / 3;
+    [
+        ("from", ts_param(lo + third + 1)),
+        ("to", ts_param(hi - third - 1)),
+    ]
+}
+
 /// Asserts the two scans equal; returns how many GPU-minute means they found.
 fn assert_same(direct: &Scanned, query: &Scanned, what: &str) -> usize {
     assert!(direct.extents.num_rows() > 0, "{what}: no series");
@@ -155,7 +184,6 @@ fn input_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 
 #[test]
 fn kept_segment_folds_give_what_a_scan_of_every_segment_gives_as_the_store_grows() {
-    use whyslow_ingest::run::{IngestOptions, ingest};
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -167,12 +195,7 @@ fn kept_segment_folds_give_what_a_scan_of_every_segment_gives_as_the_store_grows
     // The scenario's files ingested one at a time: each adds segments, and the pods'
     // workloads change as the Kubernetes records come in.
     for file in input_files(&dir) {
-        let opts = IngestOptions::new(
-            store.path(),
-            vec![file.display().to_string()],
-            whyslow_ingest::Format::Auto,
-        );
-        ingest(&opts).unwrap();
+        ingest_one(store.path(), &file);
         rt.block_on(async {
             let ctx = whyslow_queries::open_session(store.path()).await.unwrap();
             let workloads = rows(
@@ -215,17 +238,7 @@ fn kept_segment_folds_give_what_a_scan_of_every_segment_gives_as_the_store_grows
     // A window that cuts segments: those are read, not kept, and give the same.
     rt.block_on(async {
         let ctx = whyslow_queries::open_session(store.path()).await.unwrap();
-        let bounds = rows(&ctx, "SELECT min(time) AS lo, max(time) AS hi FROM metrics").await;
-        let c = Columns::new(&bounds[0], "bounds");
-        let (lo, hi) = (
-            c.times("lo").unwrap()[0].unwrap(),
-            c.times("hi").unwrap()[0].unwrap(),
-        );
-        let third = (hi - lo) / 3;
-        let params = [
-            ("from", ts_param(lo + third + 1)),
-            ("to", ts_param(hi - third - 1)),
-        ];
+        let params = middle_third(&ctx).await;
         let none = BTreeSet::new();
         for _ in 0..2 {
             let kept = scan_metrics_keeping(&ctx, &params, &none, Some(&mut folds))
@@ -268,7 +281,6 @@ fn kept_segment_folds_give_what_a_scan_of_every_segment_gives_as_the_store_grows
 
 #[test]
 fn kept_framework_rows_give_the_series_a_read_of_every_segment_gives_as_the_store_grows() {
-    use whyslow_ingest::run::{IngestOptions, ingest};
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -281,12 +293,7 @@ fn kept_framework_rows_give_the_series_a_read_of_every_segment_gives_as_the_stor
     let (mut reused, mut compared) = (0, 0);
     let whole = [("from", ts_param(0)), ("to", ts_param(i64::MAX / 2))];
     for file in input_files(&dir) {
-        let opts = IngestOptions::new(
-            store.path(),
-            vec![file.display().to_string()],
-            whyslow_ingest::Format::Auto,
-        );
-        ingest(&opts).unwrap();
+        ingest_one(store.path(), &file);
         rt.block_on(async {
             let ctx = whyslow_queries::open_session(store.path()).await.unwrap();
             let from_kept = read_framework_series(&ctx, &whole, Some(&mut kept))
@@ -314,17 +321,7 @@ fn kept_framework_rows_give_the_series_a_read_of_every_segment_gives_as_the_stor
         assert!(points > 100, "{points} points");
         assert!(every.values().any(|run| !run.placement.is_empty()));
         // A window that cuts segments: those are read again, not kept, alike.
-        let bounds = rows(&ctx, "SELECT min(time) AS lo, max(time) AS hi FROM metrics").await;
-        let c = Columns::new(&bounds[0], "bounds");
-        let (lo, hi) = (
-            c.times("lo").unwrap()[0].unwrap(),
-            c.times("hi").unwrap()[0].unwrap(),
-        );
-        let third = (hi - lo) / 3;
-        let middle = [
-            ("from", ts_param(lo + third + 1)),
-            ("to", ts_param(hi - third - 1)),
-        ];
+        let middle = middle_third(&ctx).await;
         for _ in 0..2 {
             let from_kept = read_framework_series(&ctx, &middle, Some(&mut kept))
                 .await
@@ -346,7 +343,6 @@ fn kept_framework_rows_give_the_series_a_read_of_every_segment_gives_as_the_stor
 fn an_analysis_that_keeps_segments_finds_what_one_that_reads_every_segment_finds() {
     use whyslow_analyzers::analyze::analyze_keeping;
     use whyslow_analyzers::{DetectorConfig, Selection, analyze};
-    use whyslow_ingest::run::{IngestOptions, ingest};
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -365,12 +361,7 @@ fn an_analysis_that_keeps_segments_finds_what_one_that_reads_every_segment_finds
         let mut kept = SegmentFolds::default();
         let (mut found, mut reused) = (0, 0);
         for file in input_files(&dir) {
-            let opts = IngestOptions::new(
-                store.path(),
-                vec![file.display().to_string()],
-                whyslow_ingest::Format::Auto,
-            );
-            ingest(&opts).unwrap();
+            ingest_one(store.path(), &file);
             rt.block_on(async {
                 let (sel, cfg) = (Selection::default(), DetectorConfig::default());
                 let ctx = whyslow_queries::open_session(store.path()).await.unwrap();

@@ -189,9 +189,7 @@ impl SegmentFolds {
         (from_ns, to_ns): (i64, i64),
         columns: &[&str],
     ) -> Result<ScanFold> {
-        let inside = |s: &Segment| {
-            s.min_time_ns.is_some_and(|t| t >= from_ns) && s.max_time_ns.is_some_and(|t| t <= to_ns)
-        };
+        let inside = |s: &Segment| lies_inside(s, (from_ns, to_ns));
         let max_times: HashMap<SegmentId, Option<i64>> =
             segments.iter().map(|s| (id_of(s), s.max_time_ns)).collect();
         let mut earlier = std::mem::take(&mut self.folds);
@@ -257,23 +255,13 @@ impl SegmentFolds {
         }
         // Whatever was not in this window (gone out of it, or compacted away) is dropped;
         // of the rest, the newest segments' folds up to the budget are kept.
-        let mut newest: Vec<(Option<i64>, SegmentId, (ScanFold, usize))> = kept
+        let newest = kept
             .into_iter()
             .map(|(id, f)| (max_times.get(&id).copied().flatten(), id, f))
             .collect();
-        newest.sort_by(|a, b| (b.0, &b.1).cmp(&(a.0, &a.1)));
         // (What the framework rows keep counts against the same budget.)
-        let budget = self.budget_beside(0);
-        let mut kept_bytes = 0;
-        self.folds = newest
-            .into_iter()
-            .filter_map(|(_, id, (f, bytes))| {
-                (kept_bytes + bytes <= budget).then(|| {
-                    kept_bytes += bytes;
-                    (id, (f, bytes))
-                })
-            })
-            .collect();
+        let kept_bytes;
+        (self.folds, kept_bytes) = keep_newest(newest, self.budget_beside(0));
         self.last = LastScan {
             reused,
             read,
@@ -302,6 +290,31 @@ pub(super) async fn read_into(
         }
     }
     Ok(fold)
+}
+
+/// Of `segments` (each with its newest time, its id, and what is kept of it with its
+/// bytes), the newest kept up to `budget_bytes`; and the bytes kept.
+pub(super) fn keep_newest<T>(
+    mut segments: Vec<(Option<i64>, SegmentId, (T, usize))>,
+    budget_bytes: usize,
+) -> (HashMap<SegmentId, (T, usize)>, usize) {
+    segments.sort_by(|a, b| (b.0, &b.1).cmp(&(a.0, &a.1)));
+    let mut kept_bytes = 0;
+    let kept = segments
+        .into_iter()
+        .filter_map(|(_, id, (t, bytes))| {
+            (kept_bytes + bytes <= budget_bytes).then(|| {
+                kept_bytes += bytes;
+                (id, (t, bytes))
+            })
+        })
+        .collect();
+    (kept, kept_bytes)
+}
+
+/// Whether all of `s`'s rows lie in the window (so what was read of it holds whole).
+pub(super) fn lies_inside(s: &Segment, (from_ns, to_ns): (i64, i64)) -> bool {
+    s.min_time_ns.is_some_and(|t| t >= from_ns) && s.max_time_ns.is_some_and(|t| t <= to_ns)
 }
 
 pub(super) fn id_of(s: &Segment) -> SegmentId {

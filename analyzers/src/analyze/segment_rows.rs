@@ -29,7 +29,7 @@ use whyslow_queries::dictionary_scan;
 use whyslow_queries::segment_table::SegmentTable;
 use whyslow_schemas::Table;
 
-use super::segment_folds::{SegmentId, id_of};
+use super::segment_folds::{SegmentId, id_of, keep_newest, lies_inside};
 use crate::sql::{self, SqlFile};
 use crate::{AnalyzeError, Result};
 
@@ -102,9 +102,6 @@ impl SegmentRows {
         // In time order, so that the rows come as the whole query's would, near enough
         // (the readers sort what they need; the order only spares them work).
         segments.sort_by(|a, b| (a.min_time_ns, &a.path).cmp(&(b.min_time_ns, &b.path)));
-        let inside = |s: &Segment| {
-            s.min_time_ns.is_some_and(|t| t >= from_ns) && s.max_time_ns.is_some_and(|t| t <= to_ns)
-        };
         let mut earlier = std::mem::take(&mut self.kept);
         // One session for the parts, sharing the analysis' configuration and runtime (its
         // object stores, its memory pool), `metrics` in it one segment at a time.
@@ -115,7 +112,7 @@ impl SegmentRows {
         let (mut reused, mut read) = (0, 0);
         for s in segments {
             let id = id_of(&s);
-            let whole = inside(&s);
+            let whole = lies_inside(&s, (from_ns, to_ns));
             let rows = match earlier.remove(&id) {
                 Some(rows) if whole => {
                     reused += 1;
@@ -134,18 +131,8 @@ impl SegmentRows {
                 kept.push((s.max_time_ns, id, rows));
             }
         }
-        // Newest first, up to the budget.
-        kept.sort_by(|a, b| (b.0, &b.1).cmp(&(a.0, &a.1)));
-        let mut kept_bytes = 0;
-        self.kept = kept
-            .into_iter()
-            .filter_map(|(_, id, (batches, bytes))| {
-                (kept_bytes + bytes <= budget_bytes).then(|| {
-                    kept_bytes += bytes;
-                    (id, (batches, bytes))
-                })
-            })
-            .collect();
+        let kept_bytes;
+        (self.kept, kept_bytes) = keep_newest(kept, budget_bytes);
         self.last = LastRead {
             reused,
             read,
