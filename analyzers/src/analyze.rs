@@ -275,6 +275,9 @@ pub async fn analyze_keeping(
     let mut found: Vec<Symptom> = Vec::new();
     let mut paces: BTreeMap<WorkloadName, Vec<PacePair>> = BTreeMap::new();
     let mut with_sdk: BTreeSet<(Option<String>, Option<String>)> = BTreeSet::new();
+    // Each run's detectors on their own (in parallel: a fleet has hundreds of runs), their
+    // symptoms and paces then taken in the series' order.
+    let mut runs = Vec::new();
     for (key, run) in &series {
         with_sdk.insert((key.namespace.clone(), key.workload.clone()));
         // A trainer log's copy of what a run's SDK series tell is not a second opinion.
@@ -282,8 +285,6 @@ pub async fn analyze_keeping(
             continue;
         }
         let wk = (key.namespace.clone(), key.workload.clone());
-        let marks = pauses.get(&wk).cloned().unwrap_or_default();
-        found.extend(startup_stall(key, run, &marks, cfg));
         let finished = lifecycle.get(&wk).and_then(|l| {
             l.iter()
                 .filter(|e| matches!(e.kind.as_str(), "run_finished" | "finished" | "completed"))
@@ -298,8 +299,20 @@ pub async fn analyze_keeping(
             last_alive_ns: extent.and_then(|e| e.alive_ns),
             last_warning_ns: extent.and_then(|e| e.warned_ns),
         };
-        let pace = paces.entry(wk).or_default();
-        found.extend(detect_run(key, run, &marks, pace, horizon, &end, cfg));
+        runs.push((key, run, wk, end));
+    }
+    let none = Marks::default();
+    let detected = in_parallel(&runs, |(key, run, wk, end)| {
+        let marks = pauses.get(wk).unwrap_or(&none);
+        let mut symptoms = startup_stall(key, run, marks, cfg);
+        let mut pace = Vec::new();
+        symptoms.extend(detect_run(key, run, marks, &mut pace, horizon, end, cfg));
+        vec![(symptoms, pace)]
+    });
+    // (One result per run, in the runs' order.)
+    for ((_, _, wk, _), (symptoms, pace)) in runs.iter().zip(detected) {
+        found.extend(symptoms);
+        paces.entry(wk.clone()).or_default().extend(pace);
     }
     clock.lap("detect: runs");
     // Regressions: the wall-clock pace of each workload across its runs (a run started

@@ -7,6 +7,7 @@ pub mod gpu_straggler;
 pub mod latency;
 pub mod mixture;
 pub mod pace;
+mod peers;
 pub mod pending;
 pub mod progress;
 pub mod regression;

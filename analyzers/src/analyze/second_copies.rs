@@ -39,10 +39,16 @@ pub fn repeats_another(key: &WorkloadKey, series: &BTreeMap<WorkloadKey, RunSeri
     let Some(run) = series.get(key) else {
         return false;
     };
+    // The workload's series are together in the map (its keys sort by workload first).
+    let first = WorkloadKey {
+        run_id: None,
+        ..key.clone()
+    };
     let others = || {
-        series.iter().filter(|(k, _)| {
-            *k != key && k.namespace == key.namespace && k.workload == key.workload
-        })
+        series
+            .range(first.clone()..)
+            .take_while(|(k, _)| k.namespace == key.namespace && k.workload == key.workload)
+            .filter(|(k, _)| *k != key)
     };
     if !paced(run) {
         return others().any(|(_, r)| paced(r));

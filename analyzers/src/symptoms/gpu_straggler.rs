@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 
+use super::peers::PeerMedians;
 use super::stats::median;
 use super::{DetectorConfig, Symptom, SymptomKind, WorkloadKey, secs};
 
@@ -60,80 +61,6 @@ fn quantile(xs: &[f64], q: f64) -> Option<f64> {
     v.sort_by(f64::total_cmp);
     let i = ((v.len() - 1) as f64 * q).round() as usize;
     Some(v[i.min(v.len() - 1)])
-}
-
-/// The middle values of one bucket's levels, so that the median of each GPU's peers
-/// (every level but its own) is read in constant time: leaving one level out moves the
-/// middle by one place at most, so the few values around it and where the GPU's own level
-/// sits against them give that median. They are found by selection in linear time: a
-/// bucket of a job of thousands of GPUs costs no sort.
-struct PeerMedians {
-    /// How many levels the bucket has.
-    n: usize,
-    /// The rank (in ascending order) of `middle[0]`.
-    first: usize,
-    /// The levels of ranks `first ..`: those either median reads (at most four).
-    middle: [f64; 4],
-}
-
-impl PeerMedians {
-    /// The middle of `levels` (`None` is no level); `scratch` is reused between buckets.
-    fn new(levels: &[Option<f64>], scratch: &mut Vec<f64>) -> Self {
-        scratch.clear();
-        scratch.extend(levels.iter().flatten());
-        let n = scratch.len();
-        let mut out = PeerMedians {
-            n,
-            first: 0,
-            middle: [0.0; 4],
-        };
-        if n == 0 {
-            return out;
-        }
-        // The ranks read: the median of all n levels (n/2 - 1, n/2) and of the n - 1 left
-        // when one is left out (around (n - 1)/2, each shifted one up at most).
-        let first = ((n - 1) / 2).saturating_sub(1);
-        let last = (n / 2 + 1).min(n - 1);
-        let (_, at_first, above) = scratch.select_nth_unstable_by(first, f64::total_cmp);
-        out.first = first;
-        out.middle[0] = *at_first;
-        // `last - first` <= 3, and `above` holds the n - 1 - first >= last - first levels
-        // ranked after `first`.
-        let more = last - first;
-        if more > 0 {
-            let (next, at_last, _) = above.select_nth_unstable_by(more - 1, f64::total_cmp);
-            next.sort_unstable_by(f64::total_cmp);
-            out.middle[1..more].copy_from_slice(next);
-            out.middle[more] = *at_last;
-        }
-        out
-    }
-
-    /// The level of rank `k`; `k` is one `excluding` reads, inside `middle`.
-    fn rank(&self, k: usize) -> f64 {
-        self.middle[k - self.first]
-    }
-
-    /// The median of every level but `own` (a GPU's own level, one of those given to
-    /// [`PeerMedians::new`]; `None`: the median of all): [`median`] of them, to the bit.
-    fn excluding(&self, own: Option<f64>) -> Option<f64> {
-        let n = self.n - usize::from(own.is_some());
-        if n == 0 {
-            return None;
-        }
-        // Rank k of the others is rank k of all, or rank k + 1 where the left-out level
-        // ranks at or before k (levels that compare equal are the same bits: which of them
-        // is left out makes no difference).
-        let nth = |k: usize| match own {
-            Some(v) if self.rank(k).total_cmp(&v).is_ge() => self.rank(k + 1),
-            _ => self.rank(k),
-        };
-        Some(if n % 2 == 1 {
-            nth(n / 2)
-        } else {
-            (nth(n / 2 - 1) + nth(n / 2)) / 2.0
-        })
-    }
 }
 
 /// The straggler episodes of one workload's GPUs, bucketed `bucket_ns` apart.
@@ -195,7 +122,12 @@ pub fn detect(
     let mut scratch = Vec::with_capacity(gpus.len());
     let calm: Vec<(&Vec<Option<f64>>, PeerMedians)> = calm
         .into_iter()
-        .map(|(_, l)| (l, PeerMedians::new(l, &mut scratch)))
+        .map(|(_, l)| {
+            (
+                l,
+                PeerMedians::new(l.iter().flatten().copied(), &mut scratch),
+            )
+        })
         .collect();
     let usual_ratio: Vec<Option<f64>> = (0..gpus.len())
         .map(|i| {
@@ -214,8 +146,8 @@ pub fn detect(
                 .zip(&usual)
                 .map(|(v, u)| v.map(|v| v / u))
                 .collect();
-            let rel_peers = PeerMedians::new(&rel, &mut scratch);
-            let level_peers = PeerMedians::new(levels, &mut scratch);
+            let rel_peers = PeerMedians::new(rel.iter().flatten().copied(), &mut scratch);
+            let level_peers = PeerMedians::new(levels.iter().flatten().copied(), &mut scratch);
             let best = (0..gpus.len())
                 .filter_map(|i| {
                     let own = rel[i]?;
@@ -334,62 +266,6 @@ pub fn detect(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Every GPU's peer median from [`PeerMedians`] is [`median`] of the others, to the bit.
-    fn assert_peer_medians(levels: &[Option<f64>], scratch: &mut Vec<f64>) {
-        let peers = PeerMedians::new(levels, scratch);
-        for (i, own) in levels.iter().enumerate() {
-            let others: Vec<f64> = levels
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| *j != i)
-                .filter_map(|(_, v)| *v)
-                .collect();
-            let (got, want) = (peers.excluding(*own), median(&others));
-            assert_eq!(got, want, "{levels:?} without {i}");
-            assert_eq!(
-                got.map(f64::to_bits),
-                want.map(f64::to_bits),
-                "{levels:?} without {i}"
-            );
-        }
-    }
-
-    #[test]
-    fn peer_medians_equal_the_median_of_the_others() {
-        let levels = [
-            Some(0.5),
-            None,
-            Some(0.9),
-            Some(0.5),
-            Some(0.1),
-            Some(0.7),
-            Some(0.3),
-        ];
-        for len in 0..=levels.len() {
-            assert_peer_medians(&levels[..len], &mut Vec::new());
-        }
-    }
-
-    #[test]
-    fn peer_medians_equal_the_median_of_the_others_with_ties_and_gaps() {
-        // Levels from a few values (many ties, -0.0 beside 0.0) and some GPUs without
-        // one, every count up to 40, from the fixtures' fixed-seed generator.
-        let values = [0.0, -0.0, 0.25, 0.5, 0.5, 0.75, 1.0, f64::MIN_POSITIVE];
-        let mut rng = whyslow_fixtures::rng::Rng::new(7);
-        let mut scratch = Vec::new();
-        for len in 0..=40 {
-            for _ in 0..8 {
-                let levels: Vec<Option<f64>> = (0..len)
-                    .map(|_| {
-                        let r = rng.next_u64();
-                        (!r.is_multiple_of(5)).then(|| values[(r >> 8) as usize % values.len()])
-                    })
-                    .collect();
-                assert_peer_medians(&levels, &mut scratch);
-            }
-        }
-    }
 
     const S: i64 = 1_000_000_000;
     const MIN: i64 = 60 * S;

@@ -7,7 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use super::stats::{mad_sigma, median, segment};
+use super::peers::{Peers, leave_one_out};
+use super::stats::{median, segment};
 use super::{DetectorConfig, Point, Symptom, SymptomKind, WorkloadKey, plot_of, secs};
 
 /// Per-rank compute samples of one run.
@@ -51,30 +52,34 @@ pub fn detect(
             }
         }
     }
+    // step -> rank -> (time, compute, what its peers computed in that step)
+    let mut scratch = Vec::new();
+    let by_step: BTreeMap<i64, BTreeMap<i32, (i64, f64, Option<Peers>)>> = by_step
+        .into_iter()
+        .map(|(step, m)| {
+            let values: Vec<f64> = m.values().map(|v| v.1).collect();
+            let peers = leave_one_out(&values, &mut scratch);
+            let m = m.into_iter().zip(peers);
+            (step, m.map(|((r, (t, v)), p)| (r, (t, v, p))).collect())
+        })
+        .collect();
     let mut out = Vec::new();
     for r in ranks {
         let mut prev_step: Option<i64> = None;
         let mut views: Vec<StepView> = by_step
             .iter()
             .filter_map(|(&step, m)| {
-                let &(time_ns, own) = m.get(&r.rank)?;
+                let &(time_ns, own, peers) = m.get(&r.rank)?;
                 let steps = prev_step.map_or(0.0, |p| (step - p).max(1) as f64);
                 prev_step = Some(step);
-                let peers: Vec<f64> = m
-                    .iter()
-                    .filter(|(k, _)| **k != r.rank)
-                    .map(|(_, v)| v.1)
-                    .collect();
-                let peers_median = median(&peers)?;
+                let p = peers?;
                 Some(StepView {
                     time_ns,
                     steps,
                     own,
-                    peers_median,
-                    peers_max: peers.iter().copied().fold(f64::MIN, f64::max),
-                    peers_sigma: mad_sigma(&peers)
-                        .unwrap_or(0.0)
-                        .max(0.01 * peers_median.abs()),
+                    peers_median: p.median,
+                    peers_max: p.max,
+                    peers_sigma: p.mad_sigma.max(0.01 * p.median.abs()),
                 })
             })
             .collect();
