@@ -285,17 +285,18 @@ pub async fn analyze_keeping(
             continue;
         }
         let wk = (key.namespace.clone(), key.workload.clone());
-        let finished = lifecycle.get(&wk).and_then(|l| {
+        let mut finished: Vec<i64> = lifecycle.get(&wk).map_or(Vec::new(), |l| {
             l.iter()
                 .filter(|e| matches!(e.kind.as_str(), "run_finished" | "finished" | "completed"))
                 .map(|e| e.time_ns)
-                .max()
+                .collect()
         });
+        finished.sort_unstable();
         let extent = extents
             .iter()
             .find(|e| e.key.namespace == key.namespace && e.key.workload == key.workload);
         let end = RunEnd {
-            finished_ns: finished,
+            finished,
             last_alive_ns: extent.and_then(|e| e.alive_ns),
             last_warning_ns: extent.and_then(|e| e.warned_ns),
         };

@@ -106,6 +106,17 @@ impl SegmentFolds {
         self.last
     }
 
+    /// The estimated bytes each kind of what is kept holds now, by name: the folds, the
+    /// framework series' rows, the progress times and the serving counts.
+    pub fn kept_bytes(&self) -> [(&'static str, usize); 4] {
+        [
+            ("folds", self.last.kept_bytes),
+            ("framework series", self.series.kept_bytes()),
+            ("progress times", self.progress.kept_bytes()),
+            ("serving counts", self.serving.kept_bytes()),
+        ]
+    }
+
     /// What the last read of the framework series reused and read.
     pub fn last_series_read(&self) -> LastRead {
         self.series.last_read()

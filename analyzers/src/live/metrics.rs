@@ -1,7 +1,7 @@
 //! The live analyzer's own metrics, served beside the worker's on `/metrics`: how long
 //! analyses take, how far the verdicts trail the evidence, the incidents published by
 //! status, the metric segments the analyses read or folded before, and where the
-//! analyses' time goes, stage by stage.
+//! analyses' time goes, stage by stage, and the memory of what they keep between commits.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -34,6 +34,14 @@ pub struct StageLabels {
     pub stage: &'static str,
 }
 
+/// Labels of the kept-bytes gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KeptLabels {
+    /// What is kept (`SegmentFolds::kept_bytes`): `folds`, `framework series`,
+    /// `progress times` or `serving counts`.
+    pub kind: &'static str,
+}
+
 /// Handles to every series (clones share their values).
 #[derive(Clone)]
 pub struct LiveMetrics {
@@ -50,6 +58,9 @@ pub struct LiveMetrics {
     pub scanned_segments: Family<ScanLabels, Counter>,
     /// Seconds the analyses spent in each stage, summed over analyses.
     pub stage_seconds: Family<StageLabels, Counter<f64, AtomicU64>>,
+    /// Estimated bytes the analyzer keeps per segment between analyses, by kind (all
+    /// under `LiveOptions::fold_budget_bytes`).
+    pub kept_bytes: Family<KeptLabels, Gauge>,
 }
 
 impl Default for LiveMetrics {
@@ -61,6 +72,7 @@ impl Default for LiveMetrics {
             analysis_lag_seconds: Gauge::default(),
             scanned_segments: Family::default(),
             stage_seconds: Family::default(),
+            kept_bytes: Family::default(),
         }
     }
 }
@@ -99,6 +111,21 @@ impl LiveMetrics {
             "Seconds the live analyses spent in each stage, summed over analyses",
             self.stage_seconds.clone(),
         );
+        r.register(
+            "kept_bytes",
+            "Estimated bytes the live analyzer keeps per segment between analyses, by kind",
+            self.kept_bytes.clone(),
+        );
+    }
+
+    /// Sets what the analyzer keeps now, by kind.
+    pub fn kept(&self, kept: &[(&'static str, usize)]) {
+        for &(kind, bytes) in kept {
+            let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
+            self.kept_bytes
+                .get_or_create(&KeptLabels { kind })
+                .set(bytes);
+        }
     }
 
     /// Adds one analysis' stage timings (a stage named twice adds up).
@@ -158,10 +185,21 @@ mod tests {
         m.scanned(scan(1, 3));
         m.staged(&[("metric scan", 0.25), ("  open session", 0.5)]);
         m.staged(&[("metric scan", 0.5)]);
+        m.kept(&[("folds", 4096), ("framework series", 512)]);
+        m.kept(&[("folds", 1024), ("framework series", 512)]);
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         assert!(
             text.contains("whyslow_live_incident_revisions_total{status=\"opened\"} 2"),
+            "{text}"
+        );
+        // A gauge: the last value set.
+        assert!(
+            text.contains("whyslow_live_kept_bytes{kind=\"folds\"} 1024"),
+            "{text}"
+        );
+        assert!(
+            text.contains("whyslow_live_kept_bytes{kind=\"framework series\"} 512"),
             "{text}"
         );
         assert!(

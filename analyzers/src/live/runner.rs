@@ -398,7 +398,10 @@ async fn analyze_window(
     let analysis = analyze_keeping(&ctx, &selection, &opts.detectors, Some(folds)).await?;
     let scan = folds.last_scan();
     let series = folds.last_series_read();
+    let kept = folds.kept_bytes();
+    let [_, _, (_, progress_kept_bytes), (_, serving_kept_bytes)] = kept;
     opts.metrics.scanned(scan);
+    opts.metrics.kept(&kept);
     let built = std::time::Instant::now();
     let report =
         crate::report::build::build(&analysis, &opts.store.display().to_string(), Utc::now());
@@ -437,6 +440,8 @@ async fn analyze_window(
         series_segments_read = series.read,
         series_segments_reused = series.reused,
         series_kept_bytes = series.kept_bytes,
+        progress_kept_bytes,
+        serving_kept_bytes,
         "Live analysis done."
     );
     Ok(Some((sightings, from, truncated)))

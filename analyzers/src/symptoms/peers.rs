@@ -3,13 +3,13 @@
 //! time, as the straggler detectors compare a rank or a GPU with its peers in one step or
 //! bucket. A group of thousands of ranks costs no sort per rank.
 
-/// The middle values of one bucket's levels, so that the median of each GPU's peers
-/// (every level but its own) is read in constant time: leaving one level out moves the
-/// middle by one place at most, so the few values around it and where the GPU's own level
-/// sits against them give that median. They are found by selection in linear time: a
-/// bucket of a job of thousands of GPUs costs no sort.
+/// The middle values of a group's levels (a bucket's GPUs, a step's ranks), so that the
+/// median of each member's peers (every level but its own) is read in constant time:
+/// leaving one level out moves the middle by one place at most, so the few values around
+/// it and where the member's own level sits against them give that median. They are found
+/// by selection in linear time: a group of thousands costs no sort.
 pub(super) struct PeerMedians {
-    /// How many levels the bucket has.
+    /// How many levels the group has.
     n: usize,
     /// The rank (in ascending order) of `middle[0]`.
     first: usize,
@@ -18,7 +18,7 @@ pub(super) struct PeerMedians {
 }
 
 impl PeerMedians {
-    /// The middle of `levels`; `scratch` is reused between buckets.
+    /// The middle of `levels`; `scratch` is reused between groups.
     pub(super) fn new(levels: impl IntoIterator<Item = f64>, scratch: &mut Vec<f64>) -> Self {
         scratch.clear();
         scratch.extend(levels);
@@ -55,8 +55,9 @@ impl PeerMedians {
         self.middle[k - self.first]
     }
 
-    /// The median of every level but `own` (a GPU's own level, one of those given to
-    /// [`PeerMedians::new`]; `None`: the median of all): [`median`](super::stats::median) of them, to the bit.
+    /// The median of every level but `own` (a member's own level, one of those given to
+    /// [`PeerMedians::new`]; `None`: the median of all): [`median`](super::stats::median)
+    /// of them, to the bit.
     pub(super) fn excluding(&self, own: Option<f64>) -> Option<f64> {
         let n = self.n - usize::from(own.is_some());
         if n == 0 {

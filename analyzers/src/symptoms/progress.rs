@@ -17,8 +17,9 @@ pub struct ProgressInput<'a> {
     pub pauses: &'a Pauses,
     /// The last time anything was observed (the end of an ongoing stall).
     pub horizon_ns: i64,
-    /// When the run announced it finished, if it did.
-    pub finished_ns: Option<i64>,
+    /// When the workload announced it finished (its Job completed, its run finished), in
+    /// order.
+    pub finished: &'a [i64],
     /// The last record of the workload other than announcements of its end (pods,
     /// GPU samples, logs, Kueue events): a sign it is still there.
     pub last_alive_ns: Option<i64>,
@@ -64,10 +65,17 @@ pub fn detect(input: &ProgressInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
         // A restart inside the gap: the time beyond the steps it advanced was lost, even
         // where the samples are too far apart for the gap alone to say so.
         let restart_inside = input.restarts.iter().any(|&r| r > t_prev && r <= t);
+        // The workload announced its end as its progress stopped: what follows is another
+        // run of it (a trainer's log names no run; a Job resubmitted resumes the same
+        // steps), and the time between two runs is nobody's stall.
+        let ended_inside = input
+            .finished
+            .iter()
+            .any(|&f| f < t && (f - t_prev).abs() <= (threshold * 1e9) as i64);
         let stalled = gap > threshold
             || (restart_inside && gap - (s - s_prev).max(0) as f64 * base > restart_threshold);
         let went_back = s < s_prev;
-        if !stalled && !went_back {
+        if ended_inside || (!stalled && !went_back) {
             j += 1;
             continue;
         }
@@ -116,8 +124,9 @@ pub fn detect(input: &ProgressInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
             - input.pauses.overlap_seconds(t_last, input.horizon_ns);
         let threshold_ns = (threshold * 1e9) as i64;
         let finished = input
-            .finished_ns
-            .is_some_and(|f| f <= t_last + threshold_ns);
+            .finished
+            .last()
+            .is_some_and(|&f| f <= t_last + threshold_ns);
         let still_there = input
             .last_alive_ns
             .is_some_and(|a| a > t_last + threshold_ns)
@@ -203,7 +212,7 @@ mod tests {
             baseline_step_seconds: 2.0,
             pauses,
             horizon_ns: horizon * S,
-            finished_ns: None,
+            finished: &[],
             last_alive_ns: Some(horizon * S),
             last_warning_ns: None,
             metric: "step_time_seconds",
@@ -292,6 +301,46 @@ mod tests {
         assert!(found[0].ongoing);
         assert_eq!(found[0].end_ns, 900 * S);
         assert!((found[0].lost_seconds - 700.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_gap_after_the_workload_announced_its_end_is_between_two_runs() {
+        // Steps 0..=100 every 2 s; the Job completes 5 s after the last one; 400 s later a
+        // new Job of the workload resumes from step 90 (a log that names no run).
+        let mut steps: Vec<(i64, i64)> = (0..=100).map(|i| (i * 2, i)).collect();
+        steps.extend((90..=200).map(|s| (600 + (s - 90) * 2, s)));
+        let pts = run(steps);
+        let key = WorkloadKey::default();
+        let p = Pauses::default();
+        let restarts = [590 * S];
+        let unannounced = ProgressInput {
+            restarts: &restarts,
+            ..input(&key, &pts, &p, 820)
+        };
+        let found = detect(&unannounced, &DetectorConfig::default());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].start_ns, 200 * S);
+        // Announced: no stall, and the new run's own later stalls are still seen.
+        let finished = [205 * S];
+        let announced = ProgressInput {
+            finished: &finished,
+            ..unannounced.clone()
+        };
+        assert!(detect(&announced, &DetectorConfig::default()).is_empty());
+        let mut later = pts.clone();
+        for p in later.iter_mut().filter(|p| p.time_ns > 700 * S) {
+            p.time_ns += 300 * S;
+        }
+        let stalled = ProgressInput {
+            points: &later,
+            horizon_ns: 1120 * S,
+            last_alive_ns: Some(1120 * S),
+            ..announced
+        };
+        let found = detect(&stalled, &DetectorConfig::default());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].kind, SymptomKind::Stall);
+        assert!(found[0].start_ns >= 700 * S - 2 * S, "{found:?}");
     }
 
     #[test]

@@ -141,10 +141,10 @@ fn with_compiles(pauses: &Pauses, compiles: &[(i64, Option<f64>)], progress: &[P
 }
 
 /// What says whether a run that stopped reporting has ended.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct RunEnd {
-    /// When the run announced it finished.
-    pub finished_ns: Option<i64>,
+    /// When the workload announced it finished (its runs, its Jobs), in order.
+    pub finished: Vec<i64>,
     /// The workload's last record other than announcements of its end.
     pub last_alive_ns: Option<i64>,
     /// The last warning or error about it.
@@ -225,7 +225,7 @@ pub fn detect_run(
                 baseline_step_seconds: baseline_step,
                 pauses,
                 horizon_ns: horizon,
-                finished_ns: end.finished_ns,
+                finished: &end.finished,
                 last_alive_ns: end.last_alive_ns,
                 last_warning_ns: end.last_warning_ns,
                 metric,
@@ -240,6 +240,16 @@ pub fn detect_run(
     // announced evals; saves stay in: they are part of the pace.
     let warmup = (baseline_step * 20.0 * 1e9) as i64;
     let began = advances.first().map_or(i64::MIN, |p| p.time_ns);
+    // The workload's ends that another run followed (a trainer's log that names no run
+    // goes on with the next Job's steps): from each to the next progress, a start.
+    let between_runs: Vec<(i64, i64)> = end
+        .finished
+        .iter()
+        .filter_map(|&f| {
+            let next = advances.iter().find(|p| p.time_ns > f)?;
+            Some((f, next.time_ns))
+        })
+        .collect();
     for w in advances.windows(2) {
         let (Some(s0), Some(s1)) = (w[0].step, w[1].step) else {
             continue;
@@ -250,6 +260,9 @@ pub fn detect_run(
             || out
                 .iter()
                 .any(|s| t1 >= s.start_ns && t0 <= s.end_ns + warmup)
+            || between_runs
+                .iter()
+                .any(|&(f, next)| t1 >= f && t0 <= next.saturating_add(warmup))
         {
             continue;
         }
@@ -287,6 +300,52 @@ mod tests {
 
     fn ev(t: i64, kind: &str, seconds: Option<f64>) -> (i64, String, Option<f64>) {
         (t * S, kind.to_string(), seconds)
+    }
+
+    #[test]
+    fn the_time_between_two_jobs_of_a_workload_is_neither_a_stall_nor_pace() {
+        // A trainer's log (no run named): steps 0..=300 every 2 s, the Job completes at
+        // 605 s, the next Job restores and goes on from step 290 at 900 s.
+        let mut points: Vec<Point> = (0..=300)
+            .map(|i| Point {
+                time_ns: 2 * i * S,
+                step: Some(i),
+                value: 2.0,
+            })
+            .collect();
+        points.extend((290..=600).map(|i| Point {
+            time_ns: (900 + 2 * (i - 290)) * S,
+            step: Some(i),
+            value: 2.0,
+        }));
+        let mut run = RunSeries::default();
+        run.metrics
+            .entry("step_time_seconds".into())
+            .or_default()
+            .insert(None, points);
+        let marks = Marks::from_announcements(vec![ev(890, "checkpoint_restored", None)]);
+        let end = RunEnd {
+            finished: vec![605 * S],
+            last_alive_ns: Some(1520 * S),
+            last_warning_ns: None,
+        };
+        let mut pace = Vec::new();
+        let key = WorkloadKey::default();
+        let cfg = DetectorConfig::default();
+        let found = detect_run(&key, &run, &marks, &mut pace, 1520 * S, &end, &cfg);
+        assert!(found.is_empty(), "{found:?}");
+        assert!(!pace.is_empty());
+        assert!(
+            pace.iter().all(|p| p.time_ns - p.start_ns <= 2 * S),
+            "{pace:?}"
+        );
+        // Unannounced, the gap is a stall.
+        let end = RunEnd {
+            finished: Vec::new(),
+            ..end
+        };
+        let found = detect_run(&key, &run, &marks, &mut Vec::new(), 1520 * S, &end, &cfg);
+        assert_eq!(found.len(), 1, "{found:?}");
     }
 
     #[test]

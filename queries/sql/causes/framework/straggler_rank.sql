@@ -61,17 +61,28 @@ kept AS (
       WHEN 'power_watts' THEN 'power draw above idle' ELSE 'SM activity' END AS signal,
     CASE WHEN a.metric = 'power_watts'
       THEN (a.during - a.floor) / nullif(a.before - a.floor, 0)
-      ELSE a.during / a.before END AS own
+      ELSE a.during / a.before END AS own,
+    a.before AS level
   FROM activity a JOIN picked k ON k.slowdown_id = a.slowdown_id
     AND k.preference = CASE a.metric WHEN 'sm_active' THEN 0 WHEN 'tensor_active' THEN 1
       ELSE 2 END
   WHERE a.before > 0 AND a.during IS NOT NULL
     AND (a.metric <> 'power_watts' OR a.before - a.floor > 0)
 ),
+-- The GPUs that worked for the job before the slowdown: at half the busiest one's level at
+-- least (a synchronous job's GPUs do the same work). A GPU of a node the job held alone
+-- that the job did not use idles at its floor: its level before and during is noise, and
+-- "kept" by that reading while the job's GPUs wait.
+working AS (
+  SELECT k.* FROM kept k
+  JOIN (SELECT slowdown_id, max(level) AS busiest FROM kept GROUP BY slowdown_id) b
+    ON b.slowdown_id = k.slowdown_id
+  WHERE k.level >= 0.5 * b.busiest
+),
 kept_peers AS (
   SELECT a.slowdown_id, a.node, a.device, a.signal, a.own, median(b.own) AS med,
     count(*) AS n
-  FROM kept a JOIN kept b ON b.slowdown_id = a.slowdown_id
+  FROM working a JOIN working b ON b.slowdown_id = a.slowdown_id
     AND NOT (b.node = a.node AND b.device IS NOT DISTINCT FROM a.device)
   GROUP BY a.slowdown_id, a.node, a.device, a.signal, a.own
 )
