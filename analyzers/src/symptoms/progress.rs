@@ -1,4 +1,6 @@
-//! Stall and restart detection on a run's progress (its step counter over time).
+//! Stall and restart detection on a run's progress (its step counter over time). A gap
+//! across which the workload announced its end (its Job completed, its run finished)
+//! separates two runs of it: no stall.
 //!
 //! Lost time of both (report.md): from the last progress until the step reached before
 //! the incident is reached again — downtime plus replayed steps — less announced pauses

@@ -1,11 +1,13 @@
 -- framework.straggler_rank: one rank is slow and holds back the rest. For a straggler
 -- symptom, its rank (or, found without per-rank data, the GPU that kept its SM activity,
--- tensor pipe activity or power draw — the symptom's metric — while its peers' dropped); for a regression, a rank whose median compute_seconds in
--- the window is over 15% above its peers', or else (rank-0-only or no SDK data) the one
--- GPU of the workload whose SM activity (tensor pipe activity, or power above its idle
--- floor, where DCGM does not profile) stayed at its level before the onset while the
--- median peer's dropped by 15% or more. Attribution keeps it as the verdict only where
--- no infra cause on its node or GPU explains it.
+-- tensor pipe activity or power draw — the symptom's metric — while its peers' dropped);
+-- for a regression, a rank whose median compute_seconds in the window is over 15% above
+-- its peers', or else (rank-0-only or no SDK data) the one GPU of the workload whose SM
+-- activity (tensor pipe activity, or power above its idle floor, where DCGM does not
+-- profile) stayed at its level before the onset while the median peer's dropped by 15% or
+-- more, among the GPUs that worked for the job (at half the busiest one's level before,
+-- at least). Attribution keeps it as the verdict only where no infra cause on its node or
+-- GPU explains it.
 WITH own AS (
   SELECT s.slowdown_id, s.rank, s.start AS time, s.baseline, s.observed,
     f.node, f.device,
