@@ -96,13 +96,22 @@ pub fn detect(
             .iter()
             .map(|v| v.own / v.peers_median.max(1e-9))
             .collect();
+        // A straggling segment holds a record both above the ratio and far outside the
+        // peers' spread (its median ratio and 80% of its records say so: the two sets
+        // overlap). A rank without such a record straggles in no segment, whatever the cuts:
+        // its ratios need no segmentation (quadratic in its records).
+        let far_above = |v: &StepView, r: f64| {
+            r >= 1.0 + cfg.straggler_min_rel && (v.own - v.peers_median) / v.peers_sigma >= 3.0
+        };
         let mut bounds = vec![0];
-        bounds.extend(segment(
-            &ratios,
-            cfg.min_segment,
-            cfg.alpha,
-            cfg.straggler_min_rel / 2.0,
-        ));
+        if views.iter().zip(&ratios).any(|(v, &r)| far_above(v, r)) {
+            bounds.extend(segment(
+                &ratios,
+                cfg.min_segment,
+                cfg.alpha,
+                cfg.straggler_min_rel / 2.0,
+            ));
+        }
         bounds.push(ratios.len());
         // The straggling segments: ratio high and far outside the peers' spread.
         let mut windows: Vec<(usize, usize)> = Vec::new();
