@@ -39,7 +39,7 @@ pub fn reference(points: &[Point], cfg: &DetectorConfig, min_rel: f64) -> Option
         &segment(&xs, cfg.min_segment, cfg.alpha, min_rel / 2.0),
         xs.len(),
     );
-    let r = reference_segment(&bounds, cfg.min_segment);
+    let r = reference_segment(&xs, &bounds, cfg.min_segment, Worse::Higher, min_rel);
     median(&xs[bounds[r]..bounds[r + 1]])
 }
 
@@ -51,15 +51,42 @@ fn bounds_of(cuts: &[usize], len: usize) -> Vec<usize> {
     bounds
 }
 
-/// Which segment is the series' normal level: the first one of at least `min_seg`
+/// Which segment of `xs` is the series' normal level: the first one of at least `min_seg`
 /// points. A shorter piece before it (the edge a bump leaves, such as a run's partial
 /// first bucket with its start-up) is no level to measure against; with no segment that
-/// long, the first.
-fn reference_segment(bounds: &[usize], min_seg: usize) -> usize {
-    bounds
-        .windows(2)
-        .position(|w| w[1] - w[0] >= min_seg)
-        .unwrap_or(0)
+/// long, the first. But where that short piece and the segment after are both better by
+/// `min_rel`, the first long segment is a bump the series entered soon after its data
+/// began (its logs rotated, its scrapes started late): the normal level is the next long
+/// segment.
+fn reference_segment(
+    xs: &[f64],
+    bounds: &[usize],
+    min_seg: usize,
+    worse: Worse,
+    min_rel: f64,
+) -> usize {
+    let long = |k: &usize| bounds[*k + 1] - bounds[*k] >= min_seg;
+    let segments = bounds.len().saturating_sub(1);
+    let Some(first) = (0..segments).find(long) else {
+        return 0;
+    };
+    if first == 0 || first + 1 >= segments {
+        return first;
+    }
+    let level = |k: usize| mean(&xs[bounds[k]..bounds[k + 1]]);
+    let (Some(here), Some(before), Some(after)) =
+        (level(first), level(first - 1), level(first + 1))
+    else {
+        return first;
+    };
+    let worse_than = |other: f64| match worse {
+        Worse::Higher => here >= other * (1.0 + min_rel),
+        Worse::Lower => here <= other * (1.0 - min_rel),
+    };
+    if worse_than(before) && worse_than(after) {
+        return (first + 1..segments).find(long).unwrap_or(first);
+    }
+    first
 }
 
 /// The windows where the series stayed worse than its reference segment.
@@ -73,7 +100,7 @@ pub fn detect(input: &PaceInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
         return Vec::new();
     }
     let bounds = bounds_of(&cuts, xs.len());
-    let r = reference_segment(&bounds, cfg.min_segment);
+    let r = reference_segment(&xs, &bounds, cfg.min_segment, input.worse, input.min_rel);
     let Some(base) = mean(&xs[bounds[r]..bounds[r + 1]]) else {
         return Vec::new();
     };
@@ -185,6 +212,44 @@ mod tests {
             min_seconds: 30.0,
             horizon_ns: pts.last().unwrap().time_ns + 10 * S,
         }
+    }
+
+    #[test]
+    fn a_bump_soon_after_the_data_began_is_measured_against_the_level_around_it() {
+        // Five-minute buckets of a pace read from a trainer's log that begins 10 minutes
+        // before the slowdown: one bucket at 0.44 s a step, four at ~0.60, then ~0.43.
+        let mut values = vec![0.444, 0.602, 0.606, 0.606, 0.552];
+        values.extend((0..17).map(|i| 0.426 + 0.001 * f64::from(i % 3)));
+        let pts: Vec<Point> = values
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| Point {
+                time_ns: (i as i64 + 1) * 300 * S,
+                step: None,
+                value: v,
+            })
+            .collect();
+        let key = WorkloadKey::default();
+        let cfg = DetectorConfig {
+            min_segment: 2,
+            alpha: 1e-2,
+            ..DetectorConfig::default()
+        };
+        let found = detect(&input(&key, &pts, Worse::Higher), &cfg);
+        assert_eq!(found.len(), 1, "{found:?}");
+        // (From the last normal bucket; the partly slow fifth is left out.)
+        assert_eq!((found[0].start_ns, found[0].end_ns), (300 * S, 1200 * S));
+        assert!(found[0].baseline.is_some_and(|b| b < 0.44), "{found:?}");
+        // A slower first bucket (a start-up) before the level is no bump.
+        let mut started = values.clone();
+        started[1..5].copy_from_slice(&[0.427; 4]);
+        started[0] = 0.9;
+        let pts: Vec<Point> = pts
+            .iter()
+            .zip(&started)
+            .map(|(p, &v)| Point { value: v, ..*p })
+            .collect();
+        assert!(detect(&input(&key, &pts, Worse::Higher), &cfg).is_empty());
     }
 
     #[test]
