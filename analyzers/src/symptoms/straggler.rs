@@ -19,6 +19,10 @@ pub struct RankSeries {
     pub points: Vec<Point>,
 }
 
+/// One rank's record of a step: its time, its compute seconds and what its peers computed
+/// in that step (none without peers).
+type Seen = (i64, f64, Option<Peers>);
+
 /// One step as seen by a rank, compared with its peers.
 struct StepView {
     time_ns: i64,
@@ -54,7 +58,7 @@ pub fn detect(
     }
     // step -> rank -> (time, compute, what its peers computed in that step)
     let mut scratch = Vec::new();
-    let by_step: BTreeMap<i64, BTreeMap<i32, (i64, f64, Option<Peers>)>> = by_step
+    let by_step: BTreeMap<i64, BTreeMap<i32, Seen>> = by_step
         .into_iter()
         .map(|(step, m)| {
             let values: Vec<f64> = m.values().map(|v| v.1).collect();
