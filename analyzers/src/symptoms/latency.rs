@@ -2,13 +2,14 @@
 //! between tokens, whole request) above what its own data says that latency is at the
 //! same request rate, by more than its noise, for a sustained time.
 //!
-//! The expected latency at a load is fitted as `ln latency = a + b ln rate` (Theil–Sen)
-//! away from the times the latency stood out from its plain level (an incident that
-//! coincides with a busier hour must not teach the fit that load costs that much), with
-//! the slope kept in
-//! `0..=1` (a busier engine is not faster, and below saturation its latency grows no
-//! faster than its load) and fitted on the load's ordinary range only (within three robust
-//! deviations of its median), so a surge far past anything ordinary is not explained by
+//! The expected latency at a load is fitted as `ln latency = a + b ln rate` (Theil–Sen),
+//! the rate per replica where the replicas are known (a scale-up or a lost replica moves
+//! each engine's share, and the expectation with it). It is fitted away from the times
+//! the latency stood out from its plain level (an incident that coincides with a busier
+//! hour must not teach the fit that load costs that much), with the slope kept in `0..=1`
+//! (a busier engine is not faster, and below saturation its latency grows no faster than
+//! its load), and on the load's ordinary range only (within three robust deviations of
+//! its median), so a surge far past anything ordinary is not explained by
 //! itself. Each minute's excess is read as the median of the five around it. A
 //! diurnal rise in traffic thus moves the expected latency with it; a surge, a throttled
 //! GPU, a full KV cache or a neighbour do not. `lost_seconds` is the time the latency
@@ -37,6 +38,13 @@ pub const LOADS: [&str; 4] = [
     "prompt_tokens_per_second",
     "generation_tokens_per_second",
 ];
+
+/// The name of a load's series per replica (`serving::Combine::PerReplica`), which the
+/// expectation reads where the series has it: each engine serves its share of the load,
+/// so a Deployment scaled from two replicas to three answers faster at the same total.
+pub fn per_replica(load: &str) -> String {
+    format!("{load}_per_replica")
+}
 
 /// The fewest points the load relation is fitted on, and the fewest ordinary points a
 /// regression is measured against.
@@ -329,7 +337,7 @@ pub fn detect(
 ) -> Vec<Symptom> {
     let load: BTreeMap<i64, f64> = LOADS
         .iter()
-        .filter_map(|m| series.get(*m))
+        .filter_map(|m| series.get(&per_replica(m)).or_else(|| series.get(*m)))
         .find(|pts| 2 * pts.iter().filter(|p| p.value > 0.0).count() >= pts.len().max(1))
         .map(|pts| pts.iter().map(|p| (p.time_ns, p.value)).collect())
         .unwrap_or_default();
@@ -503,6 +511,51 @@ mod tests {
         let found = run(&s, 180);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!((found[0].start_ns, found[0].end_ns), (90 * M, 115 * M));
+    }
+
+    /// A Deployment of `replicas(i)` engines sharing a total load that cycles (and is 15%
+    /// higher from minute 70, which a scale-up then answers): each engine's latency follows
+    /// its share (`ln latency` grows by half the ln share), times `extra(i)`.
+    fn shared(
+        replicas: impl Fn(i64) -> f64,
+        extra: impl Fn(i64) -> f64,
+    ) -> BTreeMap<String, Vec<Point>> {
+        let total = |i: i64| {
+            let busier = if i < 70 { 1.0 } else { 1.15 };
+            busier * (8.0 + 2.0 * (i as f64 * std::f64::consts::TAU / 120.0).sin())
+                + 0.3 * wobble(i)
+        };
+        let mut s = series(240, total, |i, r| {
+            extra(i) * 0.04 * (r / replicas(i)).sqrt() * (1.0 + 0.02 * wobble(i + 5))
+        });
+        let share = (0..240)
+            .map(|i| Point {
+                time_ns: i * M,
+                step: None,
+                value: total(i) / replicas(i),
+            })
+            .collect();
+        s.insert(per_replica("requests_succeeded_per_second"), share);
+        s
+    }
+
+    #[test]
+    fn a_scale_up_is_measured_at_each_replicas_share() {
+        // Two replicas for the first 70 minutes, three after: each engine answers faster
+        // at a higher total. Against the total, the first 70 minutes read as slow.
+        let two_then_three = |i: i64| if i < 70 { 2.0 } else { 3.0 };
+        let s = shared(two_then_three, |_| 1.0);
+        assert!(run(&s, 240).is_empty(), "{:?}", run(&s, 240));
+        let mut total_only = s.clone();
+        total_only.remove(&per_replica("requests_succeeded_per_second"));
+        assert!(!run(&total_only, 240).is_empty());
+        // A replica lost for 40 minutes: queueing on the two left costs far more than
+        // their larger share explains.
+        let lost = |i: i64| if (150..190).contains(&i) { 2.0 } else { 3.0 };
+        let queue = |i: i64| if (150..190).contains(&i) { 1.8 } else { 1.0 };
+        let found = run(&shared(lost, queue), 240);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!((found[0].start_ns, found[0].end_ns), (150 * M, 190 * M));
     }
 
     #[test]
