@@ -143,8 +143,9 @@ pub fn replicas_during(
 }
 
 /// One workload's series from its replicas': each latency's p95 pooled over the replicas'
-/// requests (`mixture::pool`), the rest combined as `Combine::of` says. The p50, p99 and
-/// request counts that shaped a p95 are not kept.
+/// requests (`mixture::pool`), the rest combined as `Combine::of` says, and each load
+/// also per replica (`latency::per_replica`). The p50, p99 and request counts that shaped
+/// a p95 are not kept.
 fn combine_replicas(
     metrics: &BTreeMap<String, Vec<ReplicaSample>>,
 ) -> BTreeMap<String, Vec<Point>> {
@@ -169,6 +170,12 @@ fn combine_replicas(
                 m.clone(),
                 combine(samples, Combine::of(m), SERVING_BUCKET_NS),
             );
+            if latency::LOADS.contains(&m.as_str()) {
+                out.insert(
+                    latency::per_replica(m),
+                    combine(samples, Combine::PerReplica, SERVING_BUCKET_NS),
+                );
+            }
         }
     }
     out
@@ -280,8 +287,12 @@ fn merge(
         |e: &Episode, start: i64, end: i64| e.run.start_ns <= end && start <= e.run.end_ns;
     let mut used = vec![false; episodes.len()];
     let mut out = Vec::new();
-    for mut s in pooled {
-        let mine: Vec<usize> = (0..episodes.len())
+    // Pooled regressions led by the same replica's slow time, and the episodes that led
+    // them: one slowdown, the pooled latency having dipped under its threshold between
+    // them while the replica stayed slow.
+    let mut led_group: Option<(Symptom, Vec<Symptom>, BTreeSet<usize>)> = None;
+    for s in pooled {
+        let mine: BTreeSet<usize> = (0..episodes.len())
             .filter(|&i| overlaps(&episodes[i], s.start_ns, s.end_ns))
             .collect();
         for &i in &mine {
@@ -296,24 +307,25 @@ fn merge(
             .map(|&i| &episodes[i])
             .min_by_key(|e| e.run.start_ns)
             .is_some_and(|e| e.run.start_ns <= s.start_ns + LEAD_NS && alone(e, cfg));
-        if !led {
+        match &mut led_group {
+            Some((_, later, led_by)) if led && !led_by.is_disjoint(&mine) => {
+                later.push(s);
+                led_by.extend(mine);
+                continue;
+            }
+            _ => {}
+        }
+        if let Some((first, later, led_by)) = led_group.take() {
+            out.push(joined(first, later, &led_by, &episodes));
+        }
+        if led {
+            led_group = Some((s, Vec::new(), mine));
+        } else {
             out.push((s, None));
-            continue;
         }
-        let pod = sole_pod(mine.iter().map(|&i| &episodes[i]));
-        if let Some(start) = mine.iter().map(|&i| episodes[i].run.start_ns).min()
-            && start < s.start_ns
-        {
-            // The minutes the replica was slow before the pooled latency showed it.
-            let earlier: BTreeSet<i64> = mine
-                .iter()
-                .flat_map(|&i| episodes[i].run.above.iter().copied())
-                .filter(|t| *t < s.start_ns)
-                .collect();
-            s.lost_seconds += earlier.len() as f64 * SERVING_BUCKET_NS as f64 / 1e9;
-            s.start_ns = start;
-        }
-        out.push((s, pod));
+    }
+    if let Some((first, later, led_by)) = led_group.take() {
+        out.push(joined(first, later, &led_by, &episodes));
     }
     // Episodes alone: one slowdown per time, however many replicas it concerns.
     let mut groups: Vec<Vec<&Episode>> = Vec::new();
@@ -372,6 +384,46 @@ fn merge(
         out.push((symptom, sole_pod(g.into_iter())));
     }
     out
+}
+
+/// One slowdown of the pooled regressions (`first`, then the `later` ones in time order)
+/// that the episodes `led_by` led: from the first episode's onset (when it came before the pooled one) to
+/// the last regression's end, named as the regression that rose most; its lost time is the
+/// regressions' and the minutes the replica was slow before and between them.
+fn joined(
+    first: Symptom,
+    later: Vec<Symptom>,
+    led_by: &BTreeSet<usize>,
+    episodes: &[Episode],
+) -> (Symptom, Option<String>) {
+    let spans: Vec<(i64, i64)> = std::iter::once(&first)
+        .chain(&later)
+        .map(|s| (s.start_ns, s.end_ns))
+        .collect();
+    let led = || led_by.iter().map(|&i| &episodes[i]);
+    let pod = sole_pod(led());
+    let onset = first.start_ns;
+    let end = spans.iter().map(|s| s.1).max().unwrap_or(first.end_ns);
+    let unseen: BTreeSet<i64> = led()
+        .flat_map(|e| e.run.above.iter().copied())
+        .filter(|t| *t < end && !spans.iter().any(|(a, b)| a <= t && t < b))
+        .collect();
+    let lost: f64 = first.lost_seconds
+        + later.iter().map(|s| s.lost_seconds).sum::<f64>()
+        + unseen.len() as f64 * SERVING_BUCKET_NS as f64 / 1e9;
+    let ongoing = later.last().unwrap_or(&first).ongoing;
+    let rise = |s: &Symptom| s.observed.zip(s.baseline).map_or(0.0, |(o, b)| o / b);
+    let mut lead = first;
+    for s in later {
+        if rise(&s) > rise(&lead) {
+            lead = s;
+        }
+    }
+    lead.start_ns = led().map(|e| e.run.start_ns).fold(onset, i64::min);
+    lead.end_ns = end;
+    lead.ongoing = ongoing;
+    lead.lost_seconds = lost;
+    (lead, pod)
 }
 
 /// Whether the replica slowed while its peers did not, or less than it stood above them
@@ -460,6 +512,27 @@ mod tests {
         // The pooled 20 minutes and the replica's 16 before them.
         assert_eq!(s.lost_seconds, 36.0 * 60.0);
         assert_eq!(pod.as_deref(), Some("chat-2"));
+    }
+
+    #[test]
+    fn one_replica_slow_through_two_pooled_regressions_is_one_slowdown() {
+        let mut second = pooled(95, 110);
+        second.observed = Some(0.4);
+        second.metric = Some("inter_token_seconds".into());
+        let out = merged(
+            vec![pooled(80, 90), second],
+            vec![episode("chat-2", 64, 110)],
+        );
+        assert_eq!(out.len(), 1, "{out:?}");
+        let (s, pod) = &out[0];
+        assert_eq!((s.start_ns, s.end_ns), (64 * M, 110 * M));
+        // The pooled 10 + 15 minutes, the replica's 16 before and 5 between them.
+        assert_eq!(s.lost_seconds, 46.0 * 60.0);
+        assert_eq!(s.metric.as_deref(), Some("inter_token_seconds"));
+        assert_eq!(pod.as_deref(), Some("chat-2"));
+        // Led by no replica, two pooled regressions stay two.
+        let out = merged(vec![pooled(80, 90), pooled(95, 110)], Vec::new());
+        assert_eq!(out.len(), 2, "{out:?}");
     }
 
     #[test]
