@@ -427,7 +427,17 @@ pub async fn analyze_keeping(
         }
     }
     clock.lap("detect: pending");
-    for (mut s, pod) in serving::detect_latency(&serving, cfg, horizon) {
+    let mut short: BTreeMap<WorkloadName, Vec<(i64, i64)>> = BTreeMap::new();
+    for s in found
+        .iter()
+        .filter(|s| s.kind == SymptomKind::CapacityShortfall)
+    {
+        short
+            .entry((s.key.namespace.clone(), s.key.workload.clone()))
+            .or_default()
+            .push((s.start_ns, s.end_ns));
+    }
+    for (mut s, pod) in serving::detect_latency(&serving, &short, cfg, horizon) {
         // One replica stood out: the node it ran on is the slowdown's focus.
         if let Some(pod) = pod {
             s.gpu = placements

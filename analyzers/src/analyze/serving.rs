@@ -143,8 +143,8 @@ pub fn replicas_during(
 }
 
 /// One workload's series from its replicas': each latency's p95 pooled over the replicas'
-/// requests (`mixture::pool`), the rest combined as `Combine::of` says, and each load
-/// also per replica (`latency::per_replica`). The p50, p99 and request counts that shaped
+/// requests (`mixture::pool`), the rest combined as `Combine::of` says, with how many
+/// replicas each load counted (`replicas_of`). The p50, p99 and request counts that shaped
 /// a p95 are not kept.
 fn combine_replicas(
     metrics: &BTreeMap<String, Vec<ReplicaSample>>,
@@ -172,8 +172,8 @@ fn combine_replicas(
             );
             if latency::LOADS.contains(&m.as_str()) {
                 out.insert(
-                    latency::per_replica(m),
-                    combine(samples, Combine::PerReplica, SERVING_BUCKET_NS),
+                    replicas_of(m),
+                    combine(samples, Combine::Count, SERVING_BUCKET_NS),
                 );
             }
         }
@@ -182,14 +182,17 @@ fn combine_replicas(
 }
 
 /// The latency regressions of every serving workload: those of its pooled latency
-/// (`latency.rs`) and those of one replica against its peers (`replica_latency.rs`), one
-/// slowdown where they overlap. Each comes with the replica it concerns where one alone
-/// stood out: a pooled regression that one replica's began earlier starts then.
+/// (`latency.rs`, its load read per replica) and those of one replica against its peers
+/// (`replica_latency.rs`), one slowdown where they overlap. Each comes with the replica it
+/// concerns where one alone stood out: a pooled regression that one replica's began
+/// earlier starts then. `short` holds each workload's capacity shortfalls (start, end).
 pub fn detect_latency(
     serving: &ServingSeries,
+    short: &BTreeMap<WorkloadName, Vec<(i64, i64)>>,
     cfg: &DetectorConfig,
     horizon: i64,
 ) -> Vec<(Symptom, Option<String>)> {
+    let none = Vec::new();
     let mut out = Vec::new();
     for (wk, s) in &serving.combined {
         let key = WorkloadKey {
@@ -197,12 +200,50 @@ pub fn detect_latency(
             workload: wk.1.clone(),
             run_id: None,
         };
-        let pooled = latency::detect(&key, s, SERVING_BUCKET_NS, cfg, horizon);
+        let mut series = s.clone();
+        for load in latency::LOADS {
+            if let (Some(sum), Some(count)) = (s.get(load), s.get(&replicas_of(load))) {
+                let share = share(sum, count, short.get(wk).unwrap_or(&none));
+                series.insert(latency::per_replica(load), share);
+            }
+        }
+        let pooled = latency::detect(&key, &series, SERVING_BUCKET_NS, cfg, horizon);
         let by_replica = serving.by_replica.get(wk);
         let episodes = by_replica.map(|m| episodes(m, cfg)).unwrap_or_default();
         out.extend(merge(&key, pooled, episodes, by_replica, cfg, horizon));
     }
     out
+}
+
+/// The name of the series of how many replicas a load counted (`Combine::Count`).
+fn replicas_of(load: &str) -> String {
+    format!("{load}_replicas")
+}
+
+/// Each bucket's load per replica: the sum over the replicas counting. While the workload
+/// runs short of replicas (`short`), a replica it lost still counts: as many as counted
+/// just before the shortfall began, where more than count now. The engines left carry
+/// the lost one's share, and that is the slowdown (a scale-up waiting for its replica
+/// counts the replicas it had: its load was theirs before).
+fn share(sum: &[Point], count: &[Point], short: &[(i64, i64)]) -> Vec<Point> {
+    let counted: BTreeMap<i64, f64> = count.iter().map(|p| (p.time_ns, p.value)).collect();
+    sum.iter()
+        .filter_map(|p| {
+            let mut n = *counted.get(&p.time_ns)?;
+            for (start, end) in short {
+                if (*start..=*end).contains(&p.time_ns)
+                    && let Some((_, before)) = counted.range(..*start).next_back()
+                {
+                    n = n.max(*before);
+                }
+            }
+            (n > 0.0).then(|| Point {
+                time_ns: p.time_ns,
+                step: None,
+                value: p.value / n,
+            })
+        })
+        .collect()
 }
 
 /// How soon after a pooled regression's onset a replica's may begin and still have led it
@@ -512,6 +553,35 @@ mod tests {
         // The pooled 20 minutes and the replica's 16 before them.
         assert_eq!(s.lost_seconds, 36.0 * 60.0);
         assert_eq!(pod.as_deref(), Some("chat-2"));
+    }
+
+    #[test]
+    fn a_replica_lost_in_a_shortfall_keeps_its_share() {
+        let pts = |v: &[f64]| -> Vec<Point> {
+            v.iter()
+                .enumerate()
+                .map(|(i, v)| Point {
+                    time_ns: i as i64 * M,
+                    step: None,
+                    value: *v,
+                })
+                .collect()
+        };
+        let values = |p: Vec<Point>| p.iter().map(|p| p.value).collect::<Vec<f64>>();
+        let sum = pts(&[12.0; 7]);
+        let count = pts(&[3.0, 3.0, 3.0, 2.0, 2.0, 2.0, 3.0]);
+        // A replica lost from minute 3 to 5: the two left carry its share.
+        assert_eq!(
+            values(share(&sum, &count, &[])),
+            [4., 4., 4., 6., 6., 6., 4.]
+        );
+        assert_eq!(values(share(&sum, &count, &[(3 * M, 5 * M)])), [4.0; 7]);
+        // A scale-up from two that waits (minutes 1 to 3) counts the two it had.
+        let count = pts(&[2.0, 2.0, 2.0, 2.0, 3.0, 3.0, 3.0]);
+        assert_eq!(
+            values(share(&sum, &count, &[(M, 3 * M)])),
+            [6., 6., 6., 6., 4., 4., 4.]
+        );
     }
 
     #[test]

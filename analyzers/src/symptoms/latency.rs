@@ -3,14 +3,15 @@
 //! same request rate, by more than its noise, for a sustained time.
 //!
 //! The expected latency at a load is fitted as `ln latency = a + b ln rate` (Theil–Sen),
-//! the rate per replica where the replicas are known (a scale-up or a lost replica moves
-//! each engine's share, and the expectation with it). It is fitted away from the times
-//! the latency stood out from its plain level (an incident that coincides with a busier
-//! hour must not teach the fit that load costs that much), with the slope kept in `0..=1`
-//! (a busier engine is not faster, and below saturation its latency grows no faster than
-//! its load), and on the load's ordinary range only (within three robust deviations of
-//! its median), so a surge far past anything ordinary is not explained by
-//! itself. Each minute's excess is read as the median of the five around it. A
+//! the rate per replica where the replicas are known: a scale-up or down moves each
+//! engine's share and the expectation with it, while a replica lost in a capacity
+//! shortfall still counts (its share, carried by the others, is the slowdown). It is
+//! fitted away from the times the latency stood out from its plain level (an incident that
+//! coincides with a busier hour must not teach the fit that load costs that much), with
+//! the slope kept in `0..=1` (a busier engine is not faster, and below saturation its
+//! latency grows no faster than its load), and on the load's ordinary range only (within
+//! three robust deviations of its median), so a surge far past anything ordinary is not
+//! explained by itself. Each minute's excess is read as the median of the five around it. A
 //! diurnal rise in traffic thus moves the expected latency with it; a surge, a throttled
 //! GPU, a full KV cache or a neighbour do not. `lost_seconds` is the time the latency
 //! spent above the expectation by more than the noise (`contracts/report.md`).
@@ -39,9 +40,10 @@ pub const LOADS: [&str; 4] = [
     "generation_tokens_per_second",
 ];
 
-/// The name of a load's series per replica (`serving::Combine::PerReplica`), which the
-/// expectation reads where the series has it: each engine serves its share of the load,
-/// so a Deployment scaled from two replicas to three answers faster at the same total.
+/// The name of a load's series per replica (the analysis derives it from the replicas
+/// counting, `serving::Combine::Count`), which the expectation reads where the series has
+/// it: each engine serves its share of the load, so a Deployment scaled from two replicas
+/// to three answers faster at the same total.
 pub fn per_replica(load: &str) -> String {
     format!("{load}_per_replica")
 }

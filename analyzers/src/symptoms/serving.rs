@@ -1,9 +1,9 @@
 //! A serving workload's series from its replicas' per-minute values: a latency averaged over
 //! the replicas that report it (where `mixture` cannot pool their quantiles), request and
 //! token rates and queues summed, the KV cache's
-//! fullest replica, a load per replica for the latency's expectation; a replica scraped
-//! less often than every minute counts with its last value for a while, so a sum does not
-//! dip whenever one scrape falls in the next minute.
+//! fullest replica, how many replicas count (a load's share per replica); a replica
+//! scraped less often than every minute counts with its last value for a while, so a sum
+//! does not dip whenever one scrape falls in the next minute.
 
 use std::collections::BTreeMap;
 
@@ -31,10 +31,9 @@ pub enum Combine {
     Sum,
     /// Cache use: the fullest replica, each carried for [`CARRY_BUCKETS`].
     Max,
-    /// A load per replica: the sum over the replicas counting, each carried for
-    /// [`CARRY_BUCKETS`], over how many they are. Each engine of a balanced Deployment
-    /// serves that share, so its latency follows it when the replica count changes.
-    PerReplica,
+    /// How many replicas count, each carried for [`CARRY_BUCKETS`] as in [`Combine::Sum`]:
+    /// each engine of a balanced Deployment serves the sum's share.
+    Count,
 }
 
 impl Combine {
@@ -82,7 +81,7 @@ pub fn combine(samples: &[ReplicaSample], how: Combine, bucket_ns: i64) -> Vec<P
                 xs.sort_by(f64::total_cmp);
                 xs.iter().sum::<f64>() / xs.len() as f64
             }),
-            Combine::Sum | Combine::Max | Combine::PerReplica => {
+            Combine::Sum | Combine::Max | Combine::Count => {
                 for (pod, x) in here.into_iter().flatten() {
                     let e = latest.entry(pod).or_insert((b, *x));
                     if e.0 == b && e.1 != *x {
@@ -99,7 +98,7 @@ pub fn combine(samples: &[ReplicaSample], how: Combine, bucket_ns: i64) -> Vec<P
                     .collect();
                 (!live.is_empty()).then(|| match how {
                     Combine::Max => live.iter().copied().fold(f64::MIN, f64::max),
-                    Combine::PerReplica => live.iter().sum::<f64>() / live.len() as f64,
+                    Combine::Count => live.len() as f64,
                     _ => live.iter().sum(),
                 })
             }
@@ -156,7 +155,7 @@ mod tests {
     }
 
     #[test]
-    fn a_load_per_replica_divides_by_the_replicas_counting() {
+    fn replicas_count_as_the_sum_counts_them() {
         // b carried through its missed minute 1; c joins at minute 2; a and b leave after
         // minute 2 and stop counting after the carry.
         let mut rows = vec![
@@ -168,11 +167,11 @@ mod tests {
             s("c", 2, 3.0),
         ];
         rows.extend((3..6).map(|m| s("c", m, 9.0)));
-        let v: Vec<f64> = combine(&rows, Combine::PerReplica, M)
+        let v: Vec<f64> = combine(&rows, Combine::Count, M)
             .iter()
             .map(|p| p.value)
             .collect();
-        assert_eq!(v, vec![5.0, 5.0, 3.0, 5.0, 5.0, 9.0]);
+        assert_eq!(v, vec![2.0, 2.0, 3.0, 3.0, 3.0, 1.0]);
     }
 
     #[test]
