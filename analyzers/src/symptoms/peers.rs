@@ -139,16 +139,20 @@ mod tests {
     use super::*;
     use crate::symptoms::stats::{mad_sigma, median};
 
+    /// Every value of `values` but the `i`-th: the peers a reference computes from scratch.
+    fn but<T: Copy>(values: &[T], i: usize) -> impl Iterator<Item = T> + '_ {
+        values
+            .iter()
+            .enumerate()
+            .filter(move |(j, _)| *j != i)
+            .map(|(_, v)| *v)
+    }
+
     /// Every GPU's peer median from [`PeerMedians`] is [`median`] of the others, to the bit.
     fn assert_peer_medians(levels: &[Option<f64>], scratch: &mut Vec<f64>) {
         let peers = PeerMedians::new(levels.iter().flatten().copied(), scratch);
         for (i, own) in levels.iter().enumerate() {
-            let others: Vec<f64> = levels
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| *j != i)
-                .filter_map(|(_, v)| *v)
-                .collect();
+            let others: Vec<f64> = but(levels, i).flatten().collect();
             let (got, want) = (peers.excluding(*own), median(&others));
             assert_eq!(got, want, "{levels:?} without {i}");
             assert_eq!(
@@ -201,12 +205,7 @@ mod tests {
         let got = leave_one_out(values, scratch);
         assert_eq!(got.len(), values.len());
         for (i, got) in got.iter().enumerate() {
-            let others: Vec<f64> = values
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| *j != i)
-                .map(|(_, v)| *v)
-                .collect();
+            let others: Vec<f64> = but(values, i).collect();
             let want = median(&others).map(|m| {
                 let max = others.iter().copied().fold(f64::MIN, f64::max);
                 (m, max, mad_sigma(&others).unwrap_or(f64::NAN))
