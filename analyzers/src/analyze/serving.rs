@@ -210,6 +210,17 @@ pub fn detect_latency(
         let pooled = latency::detect(&key, &series, SERVING_BUCKET_NS, cfg, horizon);
         let by_replica = serving.by_replica.get(wk);
         let episodes = by_replica.map(|m| episodes(m, cfg)).unwrap_or_default();
+        for e in &episodes {
+            tracing::trace!(
+                pod = e.run.pod,
+                metric = e.metric,
+                start_ns = e.run.start_ns,
+                end_ns = e.run.end_ns,
+                minutes = e.run.above.len(),
+                ratio = e.run.observed / e.run.baseline,
+                "replica above its peers"
+            );
+        }
         out.extend(merge(&key, pooled, episodes, by_replica, cfg, horizon));
     }
     out

@@ -306,6 +306,17 @@ fn runs(
     let Some((groups, centre)) = excess(&pts, &f, Some(&quiet), bucket_ns, cfg) else {
         return Vec::new();
     };
+    tracing::trace!(
+        metric,
+        points = pts.len(),
+        quiet = quiet.iter().filter(|q| **q).count(),
+        a = f.a,
+        b = f.b,
+        typical_load = f.typical_z.exp(),
+        centre,
+        runs = groups.len(),
+        "latency expectation"
+    );
     let mut out = Vec::new();
     for g in groups {
         let (Some(&first), Some(&last)) = (g.first(), g.last()) else {
