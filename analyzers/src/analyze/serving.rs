@@ -439,9 +439,10 @@ fn merge(
 }
 
 /// One slowdown of the pooled regressions (`first`, then the `later` ones in time order)
-/// that the episodes `led_by` led: from the first episode's onset (when it came before the pooled one) to
-/// the last regression's end, named as the regression that rose most; its lost time is the
-/// regressions' and the minutes the replica was slow before and between them.
+/// that the episodes `led_by` led: from the earlier of the first regression's and the
+/// first episode's onset to the last regression's end, named as the regression that rose
+/// most; its lost time is the regressions' and the minutes the replica was slow before
+/// and between them.
 fn joined(
     first: Symptom,
     later: Vec<Symptom>,

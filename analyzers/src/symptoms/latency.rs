@@ -1,6 +1,6 @@
 //! Latency regressions of a serving workload: its p95 latency (time to first token,
 //! between tokens, whole request) above what its own data says that latency is at the
-//! same request rate, by more than its noise, for a sustained time.
+//! same request rate per replica, by more than its noise, for a sustained time.
 //!
 //! The expected latency at a load is fitted as `ln latency = a + b ln rate` (Theil–Sen),
 //! the rate per replica where the replicas are known: a scale-up or down moves each
