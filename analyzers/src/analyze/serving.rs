@@ -389,10 +389,18 @@ fn merge(
     }
     for g in groups {
         // One replica's minutes, unconfirmed by the pooled latency, are a weaker sign: a
-        // slowdown of their own must last twice the sustained time.
-        let span = g.iter().map(|e| e.run.end_ns).max().unwrap_or(0)
-            - g.iter().map(|e| e.run.start_ns).min().unwrap_or(0);
-        if (span as f64) < 2.0 * cfg.latency_min_seconds * 1e9 {
+        // slowdown of their own needs one replica above its peers for twice the sustained
+        // time, counted in its minutes above (a run bridges short dips: its span counts
+        // minutes that were not slow).
+        let mut minutes: BTreeMap<&str, BTreeSet<i64>> = BTreeMap::new();
+        for e in &g {
+            minutes
+                .entry(e.run.pod.as_str())
+                .or_default()
+                .extend(e.run.above.iter().copied());
+        }
+        let longest = minutes.values().map(BTreeSet::len).max().unwrap_or(0);
+        if (longest as f64 * SERVING_BUCKET_NS as f64) < 2.0 * cfg.latency_min_seconds * 1e9 {
             continue;
         }
         let Some(lead) = g.iter().copied().max_by(|a, b| {
@@ -642,6 +650,26 @@ mod tests {
         assert_eq!((s.start_ns, s.end_ns), (120 * M, 140 * M));
         assert_eq!(pod.as_deref(), Some("chat-0"));
         assert!(!s.ongoing);
+    }
+
+    #[test]
+    fn a_replica_alone_needs_twice_the_sustained_time_in_minutes_above() {
+        // Ten minutes from first to last, six of them above its peers: bridged dips are
+        // not slow minutes. Two replicas' six minutes each are not one's twelve.
+        let mut patchy = episode("chat-1", 40, 50);
+        patchy.run.above = [40, 41, 43, 45, 47, 49].iter().map(|i| i * M).collect();
+        let mut other = episode("chat-2", 44, 56);
+        other.run.above = [44, 46, 48, 50, 52, 55].iter().map(|i| i * M).collect();
+        assert!(merged(Vec::new(), vec![patchy.clone(), other]).is_empty());
+        // Ten minutes above, with the same dips: a slowdown.
+        patchy.run.end_ns = 58 * M;
+        patchy
+            .run
+            .above
+            .extend([51, 53, 55, 57].iter().map(|i| i * M));
+        let out = merged(Vec::new(), vec![patchy]);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].0.lost_seconds, 600.0);
     }
 
     #[test]
