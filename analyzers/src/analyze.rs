@@ -453,6 +453,7 @@ pub async fn analyze_keeping(
     found.sort_by(|a, b| {
         (a.start_ns, &a.key, a.kind, a.rank).cmp(&(b.start_ns, &b.key, b.kind, b.rank))
     });
+    let found = one_per_id(found);
 
     clock.lap("detect: serving latency");
     // The rules' view of the symptoms and their scope.
@@ -672,6 +673,31 @@ impl Clock {
     }
 }
 
+/// One symptom per slowdown id: a slowdown that detectors gave twice (the same workload,
+/// run, kind, onset, rank and focus) is one, the longer of the two (the rules join the
+/// symptoms by id, and a report names each slowdown once). The order is kept.
+fn one_per_id(found: Vec<Symptom>) -> Vec<Symptom> {
+    let mut out: Vec<Symptom> = Vec::with_capacity(found.len());
+    let mut at: BTreeMap<String, usize> = BTreeMap::new();
+    for s in found {
+        let id = slowdown_id(&s);
+        match at.get(&id) {
+            Some(&i) => {
+                tracing::debug!(id, kind = s.kind.as_str(), "a slowdown given twice");
+                let kept = &mut out[i];
+                if (s.lost_seconds, s.end_ns) > (kept.lost_seconds, kept.end_ns) {
+                    *kept = s;
+                }
+            }
+            None => {
+                at.insert(id, out.len());
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
 /// A stable id: a hash of what identifies the symptom.
 pub fn slowdown_id(s: &Symptom) -> String {
     let text = format!(
@@ -773,7 +799,42 @@ impl Placement {
 
 #[cfg(test)]
 mod tests {
-    use super::in_parallel;
+    use super::{in_parallel, one_per_id, slowdown_id};
+    use crate::symptoms::{Symptom, SymptomKind, WorkloadKey};
+
+    fn symptom(start_ns: i64, end_ns: i64) -> Symptom {
+        Symptom {
+            key: WorkloadKey {
+                namespace: Some("serve".into()),
+                workload: Some("chat".into()),
+                run_id: None,
+            },
+            kind: SymptomKind::LatencyRegression,
+            start_ns,
+            end_ns,
+            ongoing: false,
+            lost_seconds: (end_ns - start_ns) as f64 / 1e9,
+            baseline: None,
+            observed: None,
+            metric: None,
+            rank: None,
+            plot: Vec::new(),
+            restored: false,
+            gpu: None,
+        }
+    }
+
+    #[test]
+    fn a_slowdown_given_twice_is_one_the_longer() {
+        let found = vec![symptom(0, 60), symptom(0, 120), symptom(200, 260)];
+        let one = one_per_id(found);
+        assert_eq!(one, vec![symptom(0, 120), symptom(200, 260)]);
+        assert_ne!(slowdown_id(&one[0]), slowdown_id(&one[1]));
+        // Another focus is another slowdown.
+        let mut on_gpu = symptom(0, 60);
+        on_gpu.gpu = Some(("node-a".into(), Some("3".into())));
+        assert_eq!(one_per_id(vec![symptom(0, 60), on_gpu]).len(), 2);
+    }
 
     #[test]
     fn jobs_run_in_parallel_give_their_results_in_the_jobs_order() {
