@@ -803,25 +803,13 @@ mod tests {
     use crate::symptoms::{Symptom, SymptomKind, WorkloadKey};
 
     fn symptom(start_ns: i64, end_ns: i64) -> Symptom {
-        Symptom {
-            key: WorkloadKey {
-                namespace: Some("serve".into()),
-                workload: Some("chat".into()),
-                run_id: None,
-            },
-            kind: SymptomKind::LatencyRegression,
-            start_ns,
-            end_ns,
-            ongoing: false,
-            lost_seconds: (end_ns - start_ns) as f64 / 1e9,
-            baseline: None,
-            observed: None,
-            metric: None,
-            rank: None,
-            plot: Vec::new(),
-            restored: false,
-            gpu: None,
-        }
+        let key = WorkloadKey {
+            namespace: Some("serve".into()),
+            workload: Some("chat".into()),
+            run_id: None,
+        };
+        let lost = (end_ns - start_ns) as f64 / 1e9;
+        Symptom::bare(key, SymptomKind::LatencyRegression, start_ns, end_ns, lost)
     }
 
     #[test]

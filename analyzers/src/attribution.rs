@@ -335,19 +335,8 @@ mod tests {
 
     fn symptom(kind: SymptomKind) -> Symptom {
         Symptom {
-            key: WorkloadKey::default(),
-            kind,
-            start_ns: 1000 * S,
-            end_ns: 2000 * S,
-            ongoing: false,
-            lost_seconds: 1000.0,
             baseline: Some(2.0),
-            observed: None,
-            metric: None,
-            rank: None,
-            plot: Vec::new(),
-            restored: false,
-            gpu: None,
+            ..Symptom::bare(WorkloadKey::default(), kind, 1000 * S, 2000 * S, 1000.0)
         }
     }
 

@@ -203,19 +203,14 @@ mod tests {
         Finding {
             slowdown_id: format!("{}-{from_min}", kind.as_str()),
             symptom: Symptom {
-                key: WorkloadKey::default(),
-                kind,
-                start_ns: from_min * MIN,
-                end_ns: to_min * MIN,
-                ongoing: false,
-                lost_seconds: lost,
-                baseline: None,
-                observed: None,
-                metric: None,
-                rank: None,
-                plot: Vec::new(),
-                restored: false,
                 gpu: Some(("n1".into(), Some("0".into()))),
+                ..Symptom::bare(
+                    WorkloadKey::default(),
+                    kind,
+                    from_min * MIN,
+                    to_min * MIN,
+                    lost,
+                )
             },
             nodes: Vec::new(),
             pods: Vec::new(),

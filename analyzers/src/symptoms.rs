@@ -128,6 +128,35 @@ pub struct Symptom {
     pub gpu: Option<(String, Option<String>)>,
 }
 
+#[cfg(test)]
+impl Symptom {
+    /// A symptom for tests: `kind` of `key` over `start_ns..end_ns` with `lost_seconds`,
+    /// nothing else known (no baseline, metric, rank, plot or focus).
+    pub(crate) fn bare(
+        key: WorkloadKey,
+        kind: SymptomKind,
+        start_ns: i64,
+        end_ns: i64,
+        lost_seconds: f64,
+    ) -> Symptom {
+        Symptom {
+            key,
+            kind,
+            start_ns,
+            end_ns,
+            ongoing: false,
+            lost_seconds,
+            baseline: None,
+            observed: None,
+            metric: None,
+            rank: None,
+            plot: Vec::new(),
+            restored: false,
+            gpu: None,
+        }
+    }
+}
+
 /// Time intervals the framework announced as expected pauses (evals, normal checkpoint
 /// saves): not slowdowns.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -518,20 +518,18 @@ mod tests {
     }
 
     fn pooled(start: i64, end: i64) -> Symptom {
+        let lost = (end - start) as f64 * 60.0;
         Symptom {
-            key: key(),
-            kind: SymptomKind::LatencyRegression,
-            start_ns: start * M,
-            end_ns: end * M,
-            ongoing: false,
-            lost_seconds: (end - start) as f64 * 60.0,
             baseline: Some(0.2),
             observed: Some(0.3),
             metric: Some("ttft_seconds".into()),
-            rank: None,
-            plot: Vec::new(),
-            restored: false,
-            gpu: None,
+            ..Symptom::bare(
+                key(),
+                SymptomKind::LatencyRegression,
+                start * M,
+                end * M,
+                lost,
+            )
         }
     }
 
