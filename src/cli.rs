@@ -209,7 +209,7 @@ pub struct HintArgs {
     /// Namespace for plain `kubectl logs` output.
     #[arg(long)]
     pub namespace: Option<String>,
-    /// Pod for plain `kubectl logs` output.
+    /// Pod for plain `kubectl logs` output, and for a serving engine's scrapes that name none.
     #[arg(long)]
     pub pod: Option<String>,
     /// Time for records that carry none (RFC 3339 or relative, e.g. -2h).

@@ -330,6 +330,59 @@ fn scope_comes_from_the_pod_labels_and_model_name_stays() {
     assert_eq!(r.labels["model_name"], "facebook/opt-125m");
 }
 
+/// The real vLLM scrape as the engine gives it (no label names its pod), saved to a file
+/// named after its pod, as `whyslow ingest` reads files: its rows name that pod; a file
+/// not named after a generated pod name, none; `--pod` wins; a DCGM scrape in a file so
+/// named stays the node's.
+#[test]
+fn an_unlabelled_engine_scrape_names_the_pod_its_file_is_named_after() {
+    let text = sample_text(VLLM);
+    let pod_of = |path: &str, pod: Option<&str>| {
+        let hints = Hints {
+            path: Some(path.to_string()),
+            pod: pod.map(str::to_string),
+            ..at("2026-11-29T14:05:00Z")
+        };
+        let mut out = feed_lines(&text, path, &hints);
+        let rows = read_rows(&mut out);
+        // (The engine's own metrics: the Python process' are not the engine's.)
+        let pods: std::collections::BTreeSet<Option<String>> = rows
+            .iter()
+            .filter(|r| r.source == "vllm")
+            .map(|r| r.pod.clone())
+            .collect();
+        assert_eq!(pods.len(), 1, "{path}: {pods:?}");
+        pods.into_iter().next().flatten()
+    };
+    let pod = "vllm-opt-125m-5f7c9d8b46-k2v7x";
+    assert_eq!(
+        pod_of(&format!("/data/serving/{pod}.prom"), None).as_deref(),
+        Some(pod)
+    );
+    assert_eq!(pod_of("/data/serving/scrape-0001.prom", None), None);
+    assert_eq!(pod_of(VLLM, None), None);
+    assert_eq!(
+        pod_of(
+            &format!("/data/serving/{pod}.prom"),
+            Some("vllm-opt-125m-0")
+        )
+        .as_deref(),
+        Some("vllm-opt-125m-0")
+    );
+    let dcgm = "# whyslow-scrape-time: 2026-11-29T14:05:00Z\nDCGM_FI_DEV_GPU_UTIL{gpu=\"0\",Hostname=\"gke-gpu-7\"} 97\n";
+    let hints = Hints {
+        path: Some(format!("/data/dcgm/{pod}.prom")),
+        ..Hints::default()
+    };
+    let mut out = feed_lines(dcgm, "dcgm.prom", &hints);
+    let rows = read_rows(&mut out);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (rows[0].pod.as_deref(), rows[0].node.as_deref()),
+        (None, Some("gke-gpu-7"))
+    );
+}
+
 /// DERIVED second vLLM scrape, 10 s after the real one: 10 more requests, 6 with a TTFT
 /// in (0.1, 0.25] and 4 in (0.25, 0.5] (sum +2.0 s); counters up.
 fn vllm_second_scrape(real: &str) -> String {

@@ -30,7 +30,7 @@ use crate::decode::{Decoder, Format, Hints, MAX_RECORD_BYTES, Origin, Output};
 use whyslow_schemas::time::{self, Nanos};
 
 pub use framework_lines::{EventFinding, Finding, MetricFinding, classify, source};
-pub use pod_names::{pod_from_file_name, scope_from_path};
+pub use pod_names::{generated_pod_from_file_name, pod_from_file_name, scope_from_path};
 use traceback::{Feed, Traceback};
 use whyslow_schemas::kubernetes::owner_from_pod_name;
 

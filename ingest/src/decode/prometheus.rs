@@ -31,7 +31,11 @@
 //! deployments is the exporter pod's own name: hence `--node` wins over it). `device` ←
 //! `gpu` (dcgm-exporter's GPU index), or `accelerator_id` for the device plugins.
 //! `namespace`/`pod` ← `exported_namespace`/`exported_pod` (what Prometheus renames them
-//! to when the target has its own), else `namespace`/`pod`. `workload` ← a `workload`,
+//! to when the target has its own), else `namespace`/`pod`; a serving engine's sample with
+//! neither (the engine does not label its own metrics: its scraper adds the target's
+//! labels) takes `--pod` (`Hints::pod`), else the pod its file is named after
+//! (`serving/vllm-chat-5f7c9d8b46-k2v7x.prom`: a name Kubernetes generated, see
+//! `generated_pod_from_file_name`). `workload` ← a `workload`,
 //! `job_name`, `deployment`, `statefulset` or `jobset_name` label, or `owner_name` where
 //! `owner_kind` is `Job`/`JobSet` (kube-state-metrics). `cluster` ← label `cluster`,
 //! else `Hints::cluster`. Labels that became scope columns leave `labels`; all others
@@ -142,6 +146,8 @@ pub struct PrometheusDecoder {
     scrape_time: Option<Nanos>,
     states: StateMemory,
     serving: serving::ServingMemory,
+    /// The input's path and the pod its file is named after, if any (`note_path`).
+    file_pod: Option<(String, Option<String>)>,
 }
 
 impl PrometheusDecoder {
@@ -299,6 +305,18 @@ impl PrometheusDecoder {
         self.emit(hints, out)
     }
 
+    /// Reads which pod the input's file is named after, once per file.
+    fn note_path(&mut self, hints: &Hints) {
+        let Some(path) = hints.path.as_deref() else {
+            self.file_pod = None;
+            return;
+        };
+        if self.file_pod.as_ref().is_none_or(|(p, _)| p != path) {
+            let pod = crate::decode::container_log::generated_pod_from_file_name(path);
+            self.file_pod = Some((path.to_string(), pod));
+        }
+    }
+
     /// The sample last read.
     pub fn sample(&self) -> &Sample {
         &self.sample
@@ -335,7 +353,15 @@ impl PrometheusDecoder {
             device: value_of(used.take(device_label)),
             namespace: value_of(used.take(idx.exported_namespace.or(idx.namespace))),
             workload: workload_label(s, idx, &mut used),
-            pod: value_of(used.take(idx.exported_pod.or(idx.pod))),
+            pod: value_of(used.take(idx.exported_pod.or(idx.pod))).or_else(|| {
+                // An engine serving in a pod does not label its own metrics (the scraper
+                // adds the target's labels): a scrape saved as the engine gave it names
+                // its pod by `--pod`, else by the file it was saved to.
+                let file = self.file_pod.as_ref().and_then(|(_, p)| p.as_deref());
+                matches!(family, Family::Vllm | Family::Tgi)
+                    .then(|| hints.pod.as_deref().or(file))
+                    .flatten()
+            }),
             run_id: None,
         };
         let normalized = names::normalized(family, name);
@@ -448,6 +474,7 @@ impl Decoder for PrometheusDecoder {
     }
 
     fn decode(&mut self, bytes: &[u8], origin: &Origin<'_>, hints: &Hints, out: &mut Output) {
+        self.note_path(hints);
         decode_lines(bytes, origin, Format::Prometheus, out, |line, out| {
             self.decode_line(line, hints, out)
         });

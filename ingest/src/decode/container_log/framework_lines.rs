@@ -1,5 +1,5 @@
 //! Rules that read one training-framework log line (PyTorch, torchrun, Hugging Face,
-//! DeepSpeed, JAX/MaxText, torchtitan) into findings: events and metrics with their
+//! DeepSpeed, JAX/MaxText, torchtitan, Megatron-LM) into findings: events and metrics with their
 //! attributes. Pure functions of the line; time, scope and multi-line state (tracebacks,
 //! rendezvous blocks) are the decoder's business.
 
@@ -13,6 +13,8 @@ pub mod source {
     pub const JAX: &str = "jax";
     pub const MAXTEXT: &str = "maxtext";
     pub const TORCHTITAN: &str = "torchtitan";
+    /// NVIDIA Megatron-LM (and the frameworks built on its training loop).
+    pub const MEGATRON: &str = "megatron";
     /// The XLA/TSL profiler session that JAX and TensorFlow run (its traces open in
     /// XProf / TensorBoard's profile plugin).
     pub const XLA: &str = "xla";
@@ -301,6 +303,45 @@ fn checkpoint_rules(l: &str, out: &mut Vec<Finding>) -> bool {
             "checkpoint_saved",
             source::MAXTEXT,
             None,
+            Some(step),
+        ));
+        return true;
+    }
+    // Megatron-LM: `saving checkpoint at iteration     500 to <dir> in torch_dist format`
+    // as a save starts, `  successfully saved checkpoint from iteration     500 to <dir> [
+    // t 1/1, p 1/1 ]` as it ends (the pair times the save), ` loading checkpoint from
+    // <dir> at iteration 2000` as a restore starts (its end is the first iteration after).
+    if let Some(step) = int_after(l, "saving checkpoint at iteration ") {
+        let path = after(l, "saving checkpoint at iteration ")
+            .and_then(|r| after(r, " to "))
+            .map(token);
+        out.push(checkpoint(
+            "checkpoint_saved",
+            source::MEGATRON,
+            path,
+            Some(step),
+        ));
+        return true;
+    }
+    if let Some(step) = int_after(l, "successfully saved checkpoint from iteration ") {
+        let path = after(l, "successfully saved checkpoint from iteration ")
+            .and_then(|r| after(r, " to "))
+            .map(token);
+        out.push(checkpoint(
+            "checkpoint_save_done",
+            source::MEGATRON,
+            path,
+            Some(step),
+        ));
+        return true;
+    }
+    if let Some(rest) = after(l, "loading checkpoint from ")
+        && let Some(step) = int_after(rest, " at iteration ")
+    {
+        out.push(checkpoint(
+            "checkpoint_restored",
+            source::MEGATRON,
+            Some(token(rest)),
             Some(step),
         ));
         return true;
@@ -597,6 +638,41 @@ fn maxtext_step(l: &str, out: &mut Vec<Finding>) -> bool {
     out.len() > before
 }
 
+/// Megatron-LM's training log, every `--log-interval` iterations on the last rank: `
+/// [2026-11-21 06:05:21] iteration       10/   40000 | consumed samples:         3840 |
+/// elapsed time per iteration (ms): 2686.6 | throughput per GPU (TFLOP/s/GPU): 119.0 |
+/// learning rate: 1.000000E-06 | global batch size:   384 | lm loss: 2.988103E+00 | …`.
+/// The elapsed time is the interval's mean per iteration: the step time at that iteration.
+fn megatron_iteration(l: &str, out: &mut Vec<Finding>) -> bool {
+    let Some(rest) = after(l, "iteration ") else {
+        return false;
+    };
+    let Some(ms) = num_after(rest, "elapsed time per iteration (ms):") else {
+        return false;
+    };
+    let Some(step) = leading_int(rest) else {
+        return false;
+    };
+    let s = Some(step);
+    out.push(metric(
+        "step_time_seconds",
+        ms / 1000.0,
+        source::MEGATRON,
+        s,
+    ));
+    if let Some(v) = num_after(rest, "lm loss:") {
+        out.push(metric("train_loss", v, source::MEGATRON, s));
+    }
+    if let Some(v) = num_after(rest, "throughput per GPU (TFLOP/s/GPU):") {
+        out.push(labelled(
+            metric("tflops_per_second", v, source::MEGATRON, s),
+            "per",
+            "device",
+        ));
+    }
+    true
+}
+
 /// torchtitan: `step: 20  loss: 11.83506  grad_norm:  9.6669  memory: 48.87GiB(51.44%)
 /// tps: 4,376  tflops: 253.41  mfu: 25.62%`.
 fn torchtitan_step(l: &str, out: &mut Vec<Finding>) -> bool {
@@ -869,6 +945,7 @@ pub fn classify(l: &str, out: &mut Vec<Finding>) -> bool {
         || error_rules(l, out)
         || maxtext_step(l, out)
         || torchtitan_step(l, out)
+        || megatron_iteration(l, out)
         || hf_dict(l, out)
         || train_epoch_line(l, out)
         || deepspeed_throughput(l, out)
@@ -1141,5 +1218,63 @@ mod tests {
         assert_eq!((m.step, (m.value * 1000.0).round()), (Some(2), 394.0));
         assert!(one("Map: 100%|██████████| 80/80 [00:00<00:00, 1361.10 examples/s]").is_empty());
         assert!(one("Nothing to see here").is_empty());
+    }
+
+    // Megatron-LM's own wording (`megatron/training/training.py`'s `training_log`,
+    // `megatron/training/checkpointing.py`), as its last rank prints it.
+    #[test]
+    fn megatron_iterations_and_checkpoints() {
+        let v = one(
+            " [2026-11-21 06:05:21] iteration       10/   40000 | consumed samples:         3840 | elapsed time per iteration (ms): 2686.6 | throughput per GPU (TFLOP/s/GPU): 119.0 | learning rate: 1.000000E-06 | global batch size:   384 | lm loss: 2.988103E+00 | loss scale: 1.0 | grad norm: 0.888 | number of skipped iterations:   0 | number of nan iterations:   0 |",
+        );
+        let got: Vec<(&str, f64, Option<i64>)> = v
+            .iter()
+            .filter_map(|f| match f {
+                Finding::Metric(m) => Some((m.metric.as_str(), m.value, m.step)),
+                Finding::Event(_) => None,
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("step_time_seconds", 2.6866, Some(10)),
+                ("train_loss", 2.988103, Some(10)),
+                ("tflops_per_second", 119.0, Some(10)),
+            ]
+        );
+        let e = event(
+            "saving checkpoint at iteration     500 to /mnt/azureblob/ckpt/gptneox-6b-sft in torch_dist format",
+        );
+        assert_eq!(
+            (e.kind, e.step, attr(&e, "path"), e.source),
+            (
+                "checkpoint_saved",
+                Some(500),
+                Some("/mnt/azureblob/ckpt/gptneox-6b-sft"),
+                source::MEGATRON
+            )
+        );
+        let e = event(
+            "  successfully saved checkpoint from iteration     500 to /mnt/azureblob/ckpt/gptneox-6b-sft [ t 1/1, p 1/1 ]",
+        );
+        assert_eq!((e.kind, e.step), ("checkpoint_save_done", Some(500)));
+        let e =
+            event(" loading checkpoint from /mnt/azureblob/ckpt/gptneox-6b-sft at iteration 2000");
+        assert_eq!(
+            (e.kind, e.step, attr(&e, "path")),
+            (
+                "checkpoint_restored",
+                Some(2000),
+                Some("/mnt/azureblob/ckpt/gptneox-6b-sft")
+            )
+        );
+        // The restore's end, the timers and the iteration's other words are not findings.
+        for l in [
+            "  successfully loaded checkpoint from /mnt/ckpt [ t 1/1, p 1/1 ] at iteration 2000",
+            "    save-checkpoint ................................: (36282.89, 36302.89)",
+            "[before the start of training step] datetime: 2026-11-21 08:01:59 ",
+        ] {
+            assert!(one(l).is_empty(), "{l}");
+        }
     }
 }

@@ -65,6 +65,21 @@ pub fn pod_from_file_name(path: &str) -> Option<String> {
     ok.then(|| stem.to_string())
 }
 
+/// The pod a file is named after, where its stem ends as Kubernetes names the pods it
+/// generates: `<owner>-<five random characters>` (a Job's or JobSet's pods, a
+/// ReplicaSet's `<deployment>-<template hash>-<five>`), drawn from the alphabet the API
+/// server draws them from (no vowels, no `0`, `1`, `3`). A scrape saved per pod
+/// (`vllm-chat-5f7c9d8b46-k2v7x.prom`) names its pod this way; a node's file name or a
+/// file numbered in sequence does not.
+pub fn generated_pod_from_file_name(path: &str) -> Option<String> {
+    const RANDOM: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let pod = pod_from_file_name(path)?;
+    let (owner, suffix) = pod.rsplit_once('-')?;
+    let generated =
+        !owner.is_empty() && suffix.len() == 5 && suffix.bytes().all(|c| RANDOM.contains(&c));
+    generated.then_some(pod)
+}
+
 /// The workload named by pod labels (Fluent Bit / Vector `kubernetes.labels`), most
 /// specific first.
 pub const WORKLOAD_LABELS: [&str; 6] = [
@@ -86,6 +101,28 @@ pub const INDEX_LABELS: [&str; 3] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn generated_pod_names_from_file_names() {
+        let pod = |p| generated_pod_from_file_name(p);
+        assert_eq!(
+            pod("serving/vllm-mistral-7b-instruct-5f7c9d8b46-k2v7x.prom.gz").as_deref(),
+            Some("vllm-mistral-7b-instruct-5f7c9d8b46-k2v7x")
+        );
+        assert_eq!(
+            pod("/x/finetune-0-vcxpz.prom").as_deref(),
+            Some("finetune-0-vcxpz")
+        );
+        for p in [
+            "dcgm/gke-serving-usw4-l4-pool-3e1d9b27-lt5m.prom",
+            "dcgm/ip-10-8-38-7.prom",
+            "scrapes/scrape-00012.prom",
+            "metrics.prom",
+            "serving/vllm-chat-abcde.prom",
+        ] {
+            assert_eq!(pod(p), None, "{p}");
+        }
+    }
 
     #[test]
     fn kubelet_paths() {
