@@ -221,6 +221,9 @@ pub struct DetectorConfig {
     pub drop_min_seconds: f64,
     /// The shortest pending time worth reporting, in seconds beyond the normal start.
     pub pending_min_seconds: f64,
+    /// The longest start taken as normal where the workload has no other start to compare
+    /// it with: its wait is a slowdown only beyond this many seconds.
+    pub pending_unknown_normal_seconds: f64,
     /// Symptoms that cost less than this many seconds are not reported.
     pub min_lost_seconds: f64,
     /// The shortest bucket of the wall-clock pace series regressions are found in.
@@ -247,6 +250,7 @@ impl Default for DetectorConfig {
             drop_min_rel: 0.15,
             drop_min_seconds: 120.0,
             pending_min_seconds: 60.0,
+            pending_unknown_normal_seconds: 300.0,
             min_lost_seconds: 20.0,
             pace_bucket_seconds: 300.0,
             latency_min_rel: 0.10,

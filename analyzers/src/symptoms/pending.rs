@@ -1,6 +1,9 @@
 //! Pending detection: the workload should run but does not — from its creation (its first
 //! pending/queued sign) or an eviction until its pods run again. Lost time is that wait
-//! beyond the workload's normal start time (its shortest other wait, else zero).
+//! beyond the workload's normal start time (its shortest other wait, else zero). With no
+//! other start to compare it with, a start is taken as normal up to
+//! `DetectorConfig::pending_unknown_normal_seconds` (pulling a large image, a queue's
+//! turn): a Job that runs two minutes after its creation has not slowed down.
 
 use super::{DetectorConfig, Symptom, SymptomKind, WorkloadKey, secs};
 
@@ -303,13 +306,13 @@ fn symptoms_of(
             .filter(|(j, o)| *j != i && !o.ongoing)
             .map(|(_, o)| secs(o.end_ns - o.start_ns))
             .fold(f64::INFINITY, f64::min);
-        let normal = if normal.is_finite() {
-            normal
-        } else {
-            w.own_start.unwrap_or(0.0)
+        let (normal, known) = match (normal.is_finite(), w.own_start) {
+            (true, _) => (normal, true),
+            (false, Some(own)) => (own, true),
+            (false, None) => (0.0, false),
         };
         let lost = secs(w.end_ns - w.start_ns) - normal;
-        if lost < cfg.pending_min_seconds {
+        if lost < cfg.pending_min_seconds || (!known && lost < cfg.pending_unknown_normal_seconds) {
             continue;
         }
         out.push(Symptom {
@@ -447,6 +450,36 @@ mod tests {
             ev(800, "container_started"),
         ];
         assert_eq!(waits_of(&events, 900 * S), vec![(0, 400 * S, false)]);
+    }
+
+    #[test]
+    fn a_first_start_is_normal_up_to_minutes_unless_another_start_says_otherwise() {
+        let start = |pulled: i64| {
+            vec![
+                ev(0, "created"),
+                ev(1, "scheduled"),
+                ev(2, "image_pulling"),
+                ev(pulled, "image_pulled"),
+                ev(pulled + 1, "container_started"),
+            ]
+        };
+        let cfg = DetectorConfig::default();
+        let found = |events: &[Lifecycle]| detect(&WorkloadKey::default(), events, &cfg, 3600 * S);
+        // Pulling a large image for two minutes: nothing to compare with, a normal start.
+        assert!(found(&start(120)).is_empty());
+        // Twenty minutes is not: all of it is lost (no normal start is known).
+        let slow = found(&start(1200));
+        assert_eq!(slow.len(), 1);
+        assert!((slow[0].lost_seconds - 1201.0).abs() < 1e-9);
+        // The same two minutes after a start of seconds: beyond it.
+        let mut again: Vec<Lifecycle> = start(3);
+        again.extend(start(120).into_iter().map(|mut e| {
+            e.time_ns += 1800 * S;
+            e
+        }));
+        let twice = found(&again);
+        assert_eq!(twice.len(), 1);
+        assert!((twice[0].lost_seconds - (121.0 - 4.0)).abs() < 1e-9);
     }
 
     #[test]
