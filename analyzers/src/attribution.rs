@@ -101,7 +101,10 @@ pub fn attribute(
             .filter(|(_, (u, _))| {
                 score::leads_to(u.cause, c.cause)
                     && u.time_ns <= c.time_ns + CHAIN_SKEW_NS
-                    && (u.node.is_none() || c.node.is_none() || u.node == c.node)
+                    && (u.node.is_none()
+                        || c.node.is_none()
+                        || u.node == c.node
+                        || score::follows_the_pod(c.cause))
             })
             .min_by_key(|(_, (u, _))| (u.time_ns, u.cause))
             .map(|(i, _)| i)
@@ -426,6 +429,42 @@ mod tests {
         );
         let explained: f64 = out.iter().map(|a| a.explained_seconds).sum();
         assert!(explained <= 1000.0);
+    }
+
+    #[test]
+    fn the_replacement_pods_image_pull_follows_the_failure_that_moved_it() {
+        // A node fails; the pod it held is replaced on another node, which pulls the
+        // image for minutes: the pull is a link of the failure's chain.
+        let cs = [
+            cand(
+                Cause::NodeFailure,
+                1000,
+                Reach::Node,
+                Some("n1"),
+                "notready",
+            ),
+            cand(
+                Cause::ImagePull,
+                1400,
+                Reach::Workload,
+                Some("n2"),
+                "pulled",
+            ),
+        ];
+        let refs: Vec<&Candidate> = cs.iter().collect();
+        let out = ranked(SymptomKind::Stall, &refs);
+        assert_eq!(out[0].cause, Cause::NodeFailure, "{out:?}");
+        assert!(out[1].consequence);
+        // A slow pull with no failure before it is the verdict.
+        let alone = [cand(
+            Cause::ImagePull,
+            1010,
+            Reach::Workload,
+            Some("n2"),
+            "pulled",
+        )];
+        let refs: Vec<&Candidate> = alone.iter().collect();
+        assert_eq!(ranked(SymptomKind::Stall, &refs)[0].cause, Cause::ImagePull);
     }
 
     #[test]

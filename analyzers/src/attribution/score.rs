@@ -228,13 +228,16 @@ pub fn score(c: &Candidate, kind: SymptomKind, onset_ns: i64, end_ns: i64) -> Sc
 }
 
 /// Whether `upstream` can cause `downstream` (a link of a causal chain across layers:
-/// Xid 79 → node NotReady → pods killed → restore).
+/// Xid 79 → node NotReady → pods killed → restore). A failure that takes a pod away
+/// leads to its replacement's image pull, on whichever node it lands
+/// ([`follows_the_pod`]).
 pub fn leads_to(upstream: Cause, downstream: Cause) -> bool {
     use Cause::*;
     let next: &[Cause] = match upstream {
         GpuFailure | GpuMemoryError => &[
             NodeFailure,
             Eviction,
+            ImagePull,
             CrashLoop,
             CheckpointRestore,
             CollectiveTimeout,
@@ -258,6 +261,7 @@ pub fn leads_to(upstream: Cause, downstream: Cause) -> bool {
         ],
         NodeFailure => &[
             Eviction,
+            ImagePull,
             CrashLoop,
             CheckpointRestore,
             SchedulingFailure,
@@ -268,6 +272,7 @@ pub fn leads_to(upstream: Cause, downstream: Cause) -> bool {
         HostMaintenance => &[
             NodeFailure,
             Eviction,
+            ImagePull,
             CrashLoop,
             CheckpointRestore,
             SchedulingFailure,
@@ -277,6 +282,7 @@ pub fn leads_to(upstream: Cause, downstream: Cause) -> bool {
         StorageSlow => &[CheckpointSave, CheckpointRestore, DataloaderStall],
         HostResourcePressure => &[
             Eviction,
+            ImagePull,
             OomKilled,
             CrashLoop,
             CheckpointRestore,
@@ -285,12 +291,19 @@ pub fn leads_to(upstream: Cause, downstream: Cause) -> bool {
         ],
         Preemption => &[
             QuotaWait,
+            ImagePull,
             CheckpointRestore,
             SchedulingFailure,
             CrashLoop,
             Eviction,
         ],
-        Eviction => &[QuotaWait, CheckpointRestore, SchedulingFailure, CrashLoop],
+        Eviction => &[
+            QuotaWait,
+            ImagePull,
+            CheckpointRestore,
+            SchedulingFailure,
+            CrashLoop,
+        ],
         OomKilled => &[CrashLoop, CheckpointRestore],
         CrashLoop | CollectiveTimeout => &[CrashLoop, CheckpointRestore],
         ImagePull => &[CrashLoop],
@@ -315,6 +328,13 @@ pub fn leads_to(upstream: Cause, downstream: Cause) -> bool {
         | DataloaderStall | KvCachePressure | Unknown => &[],
     };
     upstream != downstream && next.contains(&downstream)
+}
+
+/// Whether a consequence `downstream` happens wherever the workload's pod goes next, not
+/// on the node of its upstream cause: a replacement pod pulls its image on the node it is
+/// placed on.
+pub fn follows_the_pod(downstream: Cause) -> bool {
+    downstream == Cause::ImagePull
 }
 
 #[cfg(test)]

@@ -83,9 +83,15 @@ impl Pulls {
     }
 }
 
+/// How soon after a start the kubelet backing off a failed container says the start did
+/// not hold (a container that crashes as it starts: a bad image, a bad config key).
+const START_HOLD_NS: i64 = 10 * 60 * 1_000_000_000;
+
 /// The waits of one workload: `(start, end, ongoing)` intervals in time order. A wait
 /// ends when every pod of the start runs: container starts that follow each other
-/// closely, or that follow while an image pull begun for the start is still under way.
+/// closely, or that follow while an image pull begun for the start is still under way;
+/// a start that did not hold (its container failed and is backed off soon after) ends
+/// nothing: the wait goes on until a start holds.
 pub fn waits_of(events: &[Lifecycle], horizon_ns: i64) -> Vec<(i64, i64, bool)> {
     let containers = events.iter().any(|e| e.kind == "container_started");
     let mut out: Vec<(i64, i64, bool)> = Vec::new();
@@ -101,6 +107,16 @@ pub fn waits_of(events: &[Lifecycle], horizon_ns: i64) -> Vec<(i64, i64, bool)> 
             if since.is_none() {
                 since = Some(e.time_ns);
                 pulls = Pulls::default();
+            }
+        } else if k == "back_off" {
+            if since.is_none()
+                && let Some(&(start, end, false)) = out.last()
+                && e.time_ns - end <= START_HOLD_NS
+            {
+                out.pop();
+                since = Some(start);
+                pulls = Pulls::default();
+                owed = 0;
             }
         } else if runs(k, containers) {
             if let Some(s) = since.take() {
@@ -480,6 +496,30 @@ mod tests {
         let twice = found(&again);
         assert_eq!(twice.len(), 1);
         assert!((twice[0].lost_seconds - (121.0 - 4.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_start_that_crashes_and_backs_off_is_no_start() {
+        // A Job's container fails at once, three times, then a start holds.
+        let events = vec![
+            ev(0, "created"),
+            ev(1, "scheduled"),
+            ev(80, "container_started"),
+            ev(100, "back_off"),
+            ev(110, "container_started"),
+            ev(130, "back_off"),
+            ev(700, "container_started"),
+        ];
+        assert_eq!(waits_of(&events, 3600 * S), vec![(0, 700 * S, false)]);
+        // A back-off long after the start (a crash hours into the run) reopens nothing:
+        // the run's stall tells it.
+        let events = vec![
+            ev(0, "created"),
+            ev(80, "container_started"),
+            ev(5000, "back_off"),
+            ev(5020, "container_started"),
+        ];
+        assert_eq!(waits_of(&events, 9000 * S), vec![(0, 80 * S, false)]);
     }
 
     #[test]

@@ -36,6 +36,9 @@ pub struct Marks {
     pub stall_pauses: Pauses,
     /// Evals alone: not part of the pace.
     pub evals: Pauses,
+    /// Evals announced only as they ended (MaxText's eval metrics): each ran since the
+    /// last progress before it.
+    pub evals_ended: Vec<i64>,
     pub run_starts: Vec<i64>,
     /// (end, seconds) of each restore that says how long it took, once however many
     /// ranks and sources told it (`checkpoint_ops`), in order.
@@ -80,12 +83,13 @@ impl Marks {
                     }
                 }
                 "eval_started" => eval_from = eval_from.or(Some(t)),
-                "eval_finished" => {
-                    if let Some(f) = eval_from.take() {
+                "eval_finished" => match eval_from.take() {
+                    Some(f) => {
                         intervals.push((f, t));
                         evals.push((f, t));
                     }
-                }
+                    None => m.evals_ended.push(t),
+                },
                 "compile" => m.compiles.push((t, s)),
                 "checkpoint_saved" => {
                     if let Some(s) = s {
@@ -135,6 +139,21 @@ fn with_compiles(pauses: &Pauses, compiles: &[(i64, Option<f64>)], progress: &[P
                     .map_or(t, |p| p.time_ns);
                 intervals.push((t, next.min(t + OPEN_COMPILE_MAX_NS)));
             }
+        }
+    }
+    Pauses::new(intervals)
+}
+
+/// `pauses` with the evals announced only as they ended (at `ended`): each from the last
+/// progress before its end.
+fn with_ended_evals(pauses: &Pauses, ended: &[i64], progress: &[Point]) -> Pauses {
+    if ended.is_empty() {
+        return pauses.clone();
+    }
+    let mut intervals = pauses.intervals().to_vec();
+    for &t in ended {
+        if let Some(last) = progress.iter().map(|p| p.time_ns).filter(|&p| p < t).max() {
+            intervals.push((last, t));
         }
     }
     Pauses::new(intervals)
@@ -190,8 +209,9 @@ pub fn detect_run(
             advances.push(*p);
         }
     }
-    let pauses = &with_compiles(&marks.stall_pauses, &marks.compiles, &progress_pts);
-    let evals = &marks.evals;
+    let evals = &with_ended_evals(&marks.evals, &marks.evals_ended, &progress_pts);
+    let stall_pauses = with_ended_evals(&marks.stall_pauses, &marks.evals_ended, &progress_pts);
+    let pauses = &with_compiles(&stall_pauses, &marks.compiles, &progress_pts);
     let baseline_step = match pace {
         Some(("step_time_seconds", pts)) => {
             let clean: Vec<Point> = pts
@@ -363,6 +383,19 @@ mod tests {
         assert!(!m.stall_pauses.contains(150 * S));
         assert_eq!(m.restarts, vec![200 * S, 260 * S]);
         assert_eq!(m.restores, vec![(260 * S, 40.0)]);
+        // An eval told only as it ends ran since the last progress before it.
+        let ended = Marks::from_announcements(vec![ev(900, "eval_finished", None)]);
+        assert_eq!(ended.evals_ended, vec![900 * S]);
+        let progress: Vec<Point> = [700, 800, 950]
+            .iter()
+            .map(|&t| Point {
+                time_ns: t * S,
+                value: 1.0,
+                step: Some(t),
+            })
+            .collect();
+        let pauses = with_ended_evals(&ended.evals, &ended.evals_ended, &progress);
+        assert_eq!(pauses.intervals(), &[(800 * S, 900 * S)]);
         // A save told with its duration pauses from its start.
         let saved = Marks::from_announcements(vec![ev(1000, "checkpoint_saved", Some(14.0))]);
         assert_eq!(saved.stall_pauses.intervals(), &[(986 * S, 1000 * S)]);

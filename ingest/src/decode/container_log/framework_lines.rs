@@ -307,6 +307,21 @@ fn checkpoint_rules(l: &str, out: &mut Vec<Finding>) -> bool {
         ));
         return true;
     }
+    // DeepSpeed's checkpoint engine, as a save ends: `[Torch] Checkpoint global_step4000 is
+    // ready now!` (its start is `Saving model checkpoint: …`, read above).
+    if let Some(rest) = after(l, "Checkpoint ")
+        && let Some((tag, _)) = rest.split_once(" is ready now!")
+        && !tag.is_empty()
+        && !tag.contains(char::is_whitespace)
+    {
+        out.push(checkpoint(
+            "checkpoint_save_done",
+            source::DEEPSPEED,
+            None,
+            step_from_checkpoint_path(tag),
+        ));
+        return true;
+    }
     // Megatron-LM: `saving checkpoint at iteration     500 to <dir> in torch_dist format`
     // as a save starts, `  successfully saved checkpoint from iteration     500 to <dir> [
     // t 1/1, p 1/1 ]` as it ends (the pair times the save), ` loading checkpoint from
@@ -606,6 +621,20 @@ fn error_rules(l: &str, out: &mut Vec<Finding>) -> bool {
         return true;
     }
     false
+}
+
+/// MaxText, as an eval ends (it announces none as it starts): `eval metrics after step:
+/// 999, loss=2.246, total_weights=412032`.
+fn maxtext_eval(l: &str, out: &mut Vec<Finding>) -> bool {
+    let Some(step) = int_after(l, "eval metrics after step: ") else {
+        return false;
+    };
+    let mut e = EventFinding::new("eval_finished", Severity::Info, source::MAXTEXT)
+        .attr("step", step)
+        .attr_opt("loss", num_after(l, "loss="));
+    e.step = Some(step);
+    out.push(Finding::Event(e));
+    true
 }
 
 /// MaxText: `completed step: 9, seconds: 5.667, TFLOP/s/device: 134.924, Tokens/s/device:
@@ -944,6 +973,7 @@ pub fn classify(l: &str, out: &mut Vec<Finding>) -> bool {
         || recompile_rules(l, out)
         || error_rules(l, out)
         || maxtext_step(l, out)
+        || maxtext_eval(l, out)
         || torchtitan_step(l, out)
         || megatron_iteration(l, out)
         || hf_dict(l, out)
@@ -1223,7 +1253,7 @@ mod tests {
     // Megatron-LM's own wording (`megatron/training/training.py`'s `training_log`,
     // `megatron/training/checkpointing.py`), as its last rank prints it.
     #[test]
-    fn megatron_iterations_and_checkpoints() {
+    fn megatron_iterations_and_checkpoints_deepspeed_save_ends_maxtext_evals() {
         let v = one(
             " [2026-11-21 06:05:21] iteration       10/   40000 | consumed samples:         3840 | elapsed time per iteration (ms): 2686.6 | throughput per GPU (TFLOP/s/GPU): 119.0 | learning rate: 1.000000E-06 | global batch size:   384 | lm loss: 2.988103E+00 | loss scale: 1.0 | grad norm: 0.888 | number of skipped iterations:   0 | number of nan iterations:   0 |",
         );
@@ -1267,6 +1297,18 @@ mod tests {
                 Some(2000),
                 Some("/mnt/azureblob/ckpt/gptneox-6b-sft")
             )
+        );
+        let e = event(
+            "[2026-12-04 10:12:02,513] [INFO] [torch_checkpoint_engine.py:33:commit] [Torch] Checkpoint global_step4000 is ready now!",
+        );
+        assert_eq!(
+            (e.kind, e.step, e.source),
+            ("checkpoint_save_done", Some(4000), source::DEEPSPEED)
+        );
+        let e = event("eval metrics after step: 999, loss=2.246, total_weights=412032");
+        assert_eq!(
+            (e.kind, e.step, attr(&e, "loss")),
+            ("eval_finished", Some(999), Some("2.246"))
         );
         // The restore's end, the timers and the iteration's other words are not findings.
         for l in [

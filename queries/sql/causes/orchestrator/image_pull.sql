@@ -1,14 +1,24 @@
 -- orchestrator.image_pull: the workload's image pull was slow or failing (ErrImagePull,
 -- ImagePullBackOff, Failed to pull), or one of its pods pulled for two minutes or more
--- (the kubelet's `Successfully pulled image … in 11m15s`, or its Pulling → Pulled gap).
-WITH pull_gaps AS (
+-- (the kubelet's `Successfully pulled image … in 11m15s`, or its Pulling → Pulled gap: a
+-- Pulled pairs with a Pulling of its pod since the pod's previous Pulled). A container
+-- restarted with its image `already present on machine` pulled nothing.
+WITH pulled AS (
+  SELECT slowdown_id, event_id, pod, logged_time, attrs, message,
+    lag(logged_time) OVER (PARTITION BY slowdown_id, pod ORDER BY logged_time, event_id)
+      AS previous
+  FROM symptom_events
+  WHERE scope = 'workload' AND kind = 'image_pulled'
+),
+pull_gaps AS (
   SELECT p.slowdown_id, p.event_id, p.logged_time,
     max(TRY_CAST(p.attrs['pull_seconds'] AS DOUBLE)) AS told,
     max(q.logged_time) AS began
-  FROM symptom_events p
+  FROM pulled p
   LEFT JOIN symptom_events q ON q.slowdown_id = p.slowdown_id AND q.pod = p.pod
     AND q.kind = 'image_pulling' AND q.logged_time < p.logged_time
-  WHERE p.scope = 'workload' AND p.kind = 'image_pulled'
+    AND (p.previous IS NULL OR q.logged_time > p.previous)
+  WHERE coalesce(p.message, '') NOT LIKE '%already present on machine%'
   GROUP BY p.slowdown_id, p.event_id, p.logged_time
 ),
 slow_pulls AS (
