@@ -299,6 +299,7 @@ pub async fn analyze_keeping(
             finished,
             last_alive_ns: extent.and_then(|e| e.alive_ns),
             last_warning_ns: extent.and_then(|e| e.warned_ns),
+            superseded_ns: superseded(key, &series),
         };
         runs.push((key, run, wk, end));
     }
@@ -556,6 +557,32 @@ pub async fn analyze_keeping(
         findings,
         timings: clock.done(),
     })
+}
+
+/// When another run of `key`'s workload first made progress after `key`'s run last did
+/// (a Job deleted and created again under a new run id), if one did.
+fn superseded(key: &WorkloadKey, series: &BTreeMap<WorkloadKey, RunSeries>) -> Option<i64> {
+    let span = |run: &RunSeries| {
+        let times = run
+            .metrics
+            .values()
+            .flat_map(|ranks| ranks.values())
+            .flat_map(|pts| pts.iter())
+            .filter(|p| p.step.is_some())
+            .map(|p| p.time_ns);
+        times.fold(None, |acc: Option<(i64, i64)>, t| {
+            Some(acc.map_or((t, t), |(a, b)| (a.min(t), b.max(t))))
+        })
+    };
+    let (_, last) = span(series.get(key)?)?;
+    series
+        .iter()
+        .filter(|(k, _)| {
+            k.namespace == key.namespace && k.workload == key.workload && k.run_id != key.run_id
+        })
+        .filter_map(|(_, run)| span(run).map(|(first, _)| first))
+        .filter(|&first| first > last)
+        .min()
 }
 
 /// The workloads whose GPU activity the straggler detector reads: training runs (a

@@ -541,3 +541,27 @@ fn lines_that_cannot_be_dated_are_skipped_and_counted() {
         (2, 0, 0, 0)
     );
 }
+
+/// A Slurm job's output under Slurm's default name (`slurm-%j.out`): its lines are the
+/// job's (the workload is the job id, as slurmctld and sacct name it), not a pod's.
+#[test]
+fn a_slurm_output_file_names_its_job() {
+    let hints = Hints {
+        path: Some("/scratch/llm/slurm-48213.out".to_string()),
+        ..Hints::default()
+    };
+    let d = decode(
+        &[
+            "[rank0]:[titan] 2026-12-05 01:30:21,175 - root - INFO - step: 2720  loss:  2.8032  memory: 61.82GiB(78.06%)  tps: 2,564  tflops: 103.71  mfu: 10.49%",
+        ],
+        &hints,
+        false,
+    );
+    assert!(!d.metrics.is_empty());
+    for m in &d.metrics {
+        assert_eq!(
+            (m.workload.as_deref(), m.pod.as_deref()),
+            (Some("48213"), None)
+        );
+    }
+}

@@ -34,6 +34,9 @@ pub struct ProgressInput<'a> {
     /// When the run started again or restored a checkpoint: a gap holding one is a
     /// restart by its own evidence, however coarse the progress samples are.
     pub restarts: &'a [i64],
+    /// When another run of the workload first made progress after this run's last (a Job
+    /// deleted and created again, with a new run id): this run ended there.
+    pub superseded_ns: Option<i64>,
 }
 
 /// The stalls and restarts of one run, in time order.
@@ -122,18 +125,37 @@ pub fn detect(input: &ProgressInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
     // there well after its last step (pods, GPU samples, logs, queue events), or a
     // warning or error about it came after.
     if let Some(&(t_last, _)) = pts.last() {
-        let quiet = secs(input.horizon_ns - t_last)
-            - input.pauses.overlap_seconds(t_last, input.horizon_ns);
         let threshold_ns = (threshold * 1e9) as i64;
         let finished = input
             .finished
             .last()
             .is_some_and(|&f| f <= t_last + threshold_ns);
+        let already = out.last().is_some_and(|s| s.ongoing);
+        // Another run of the workload took over: this one stopped where it stopped, and
+        // the workload made no progress until the next run did (unless this run announced
+        // its end: then the time between runs is nobody's).
+        if let Some(next) = input.superseded_ns.filter(|&n| n > t_last) {
+            let gap = secs(next - t_last) - input.pauses.overlap_seconds(t_last, next);
+            if gap > threshold && !finished && !already {
+                out.push(symptom(
+                    input,
+                    SymptomKind::Stall,
+                    input.restarts.iter().any(|&r| r > t_last && r <= next),
+                    t_last,
+                    next,
+                    false,
+                    gap,
+                    base,
+                ));
+            }
+            return out;
+        }
+        let quiet = secs(input.horizon_ns - t_last)
+            - input.pauses.overlap_seconds(t_last, input.horizon_ns);
         let still_there = input
             .last_alive_ns
             .is_some_and(|a| a > t_last + threshold_ns)
             || input.last_warning_ns.is_some_and(|w| w > t_last);
-        let already = out.last().is_some_and(|s| s.ongoing);
         if quiet > threshold && !finished && still_there && !already {
             out.push(symptom(
                 input,
@@ -216,6 +238,7 @@ mod tests {
             horizon_ns: horizon * S,
             finished: &[],
             last_alive_ns: Some(horizon * S),
+            superseded_ns: None,
             last_warning_ns: None,
             metric: "step_time_seconds",
             own_step_time: false,
@@ -306,6 +329,31 @@ mod tests {
     }
 
     #[test]
+    fn a_run_another_run_took_over_stalled_until_the_other_progressed() {
+        // Steps 0..=100 every 2 s, then silence; the workload's data goes on to 900 s (its
+        // next run's). That run first progressed at 500 s: this one stalled until then.
+        let pts = run((0..=100).map(|i| (i * 2, i)));
+        let key = WorkloadKey::default();
+        let p = Pauses::default();
+        let taken_over = ProgressInput {
+            superseded_ns: Some(500 * S),
+            ..input(&key, &pts, &p, 900)
+        };
+        let found = detect(&taken_over, &DetectorConfig::default());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(!found[0].ongoing);
+        assert_eq!((found[0].start_ns, found[0].end_ns), (200 * S, 500 * S));
+        assert!((found[0].lost_seconds - 300.0).abs() < 1e-9);
+        // Had this run announced its end, the time between runs is nobody's.
+        let finished = [201 * S];
+        let announced = ProgressInput {
+            finished: &finished,
+            ..taken_over
+        };
+        assert!(detect(&announced, &DetectorConfig::default()).is_empty());
+    }
+
+    #[test]
     fn the_gap_after_the_workload_announced_its_end_is_between_two_runs() {
         // Steps 0..=100 every 2 s; the Job completes 5 s after the last one; 400 s later a
         // new Job of the workload resumes from step 90 (a log that names no run).
@@ -337,6 +385,7 @@ mod tests {
             points: &later,
             horizon_ns: 1120 * S,
             last_alive_ns: Some(1120 * S),
+            superseded_ns: None,
             ..announced
         };
         let found = detect(&stalled, &DetectorConfig::default());

@@ -168,6 +168,8 @@ pub struct RunEnd {
     pub last_alive_ns: Option<i64>,
     /// The last warning or error about it.
     pub last_warning_ns: Option<i64>,
+    /// When another run of the workload first made progress after this run's last.
+    pub superseded_ns: Option<i64>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -248,6 +250,7 @@ pub fn detect_run(
                 finished: &end.finished,
                 last_alive_ns: end.last_alive_ns,
                 last_warning_ns: end.last_warning_ns,
+                superseded_ns: end.superseded_ns,
                 metric,
                 own_step_time: metric == "step_time_seconds",
                 restarts: &marks.restarts,
@@ -348,6 +351,7 @@ mod tests {
             finished: vec![605 * S],
             last_alive_ns: Some(1520 * S),
             last_warning_ns: None,
+            superseded_ns: None,
         };
         let mut pace = Vec::new();
         let key = WorkloadKey::default();

@@ -158,7 +158,9 @@ fn looks_like_json(line: &str) -> bool {
 }
 
 /// What a path names: the kubelet's scope, and a pod from the file name.
-type PathNames = (pod_names::PathScope, Option<String>);
+/// What a log file's path names: namespace, pod and container (the kubelet's paths), the
+/// pod its file is named after, the Slurm job whose output it is.
+type PathNames = (pod_names::PathScope, Option<String>, Option<String>);
 
 /// `--namespace`, pod, container and node of one line, with the workload and index.
 #[derive(Default)]
@@ -359,7 +361,13 @@ impl ContainerLogDecoder {
         let path = hints.path.as_deref().unwrap_or("");
         let mut who = Who::default();
         if self.path_scope.as_ref().is_none_or(|(p, _)| p != path) {
-            let scope = (scope_from_path(path), pod_from_file_name(path));
+            let slurm_job = pod_names::slurm_job_from_file_name(path);
+            // A Slurm job's output file is named after the job, not a pod.
+            let file_pod = match slurm_job {
+                Some(_) => None,
+                None => pod_from_file_name(path),
+            };
+            let scope = (scope_from_path(path), file_pod, slurm_job);
             self.path_scope = Some((path.to_string(), Arc::new(scope)));
         }
         let cached = self
@@ -367,7 +375,8 @@ impl ContainerLogDecoder {
             .as_ref()
             .map(|(_, c)| Arc::clone(c))
             .unwrap_or_default();
-        let (from_path, file_pod) = (&cached.0, &cached.1);
+        let (from_path, file_pod, slurm_job) = (&cached.0, &cached.1, &cached.2);
+        who.workload = slurm_job.as_deref().map(Cow::Borrowed);
         who.namespace = from_path
             .namespace
             .as_deref()
@@ -472,11 +481,13 @@ impl ContainerLogDecoder {
             text = &inner_record;
         }
 
-        // Workload and index: labels first, then the pod's name.
+        // Workload and index: labels first, then the pod's name (a Slurm job's output file
+        // named its job above).
         if let Some(labels) = &labels {
             who.workload = pod_names::WORKLOAD_LABELS
                 .iter()
-                .find_map(|k| labels.get(*k).cloned());
+                .find_map(|k| labels.get(*k).cloned())
+                .or(who.workload);
             who.pod_index = pod_names::INDEX_LABELS
                 .iter()
                 .find_map(|k| labels.get(*k)?.parse().ok());

@@ -6,7 +6,9 @@
 -- inventory's Pod (`pod_placed`) and the kubelet's events for it, from the first of them,
 -- or the GPU samples that name it. The metrics' parts read `series_extents`, which the
 -- analysis registers (`symptoms/series_extents.sql` over the same window): a series'
--- since and until are its first and last sample inside the window.
+-- since and until are its first and last sample inside the window. A batch scheduler's job
+-- (Slurm's: `job_started` names its nodes, no pod) is placed on each of its nodes from its
+-- start to its next end or requeue.
 SELECT namespace, workload, pod, node, CAST(NULL AS VARCHAR) AS device, since,
   coalesce(until, $to) AS until
 FROM pod_placements
@@ -26,6 +28,24 @@ WHERE p.pod IS NULL AND e.workload IS NOT NULL AND e.pod IS NOT NULL AND e.node 
                  'image_pulling', 'pod_running')
   AND e.time <= $to
 GROUP BY e.namespace, e.workload, e.pod, e.node
+UNION ALL
+SELECT e.namespace, e.workload, e.pod, e.node, CAST(NULL AS VARCHAR) AS device,
+  min(e.time) AS since, max(coalesce(x.ended, $to)) AS until
+FROM events e
+LEFT JOIN (
+  SELECT s.namespace, s.workload, s.node, s.time AS started, min(x.time) AS ended
+  FROM events s
+  JOIN events x ON x.workload = s.workload AND (x.namespace IS NOT DISTINCT FROM s.namespace)
+    AND x.kind IN ('requeued', 'preempted', 'job_finished', 'job_failed', 'job_cancelled',
+                   'job_timeout', 'node_failure')
+    AND x.time > s.time AND (x.node IS NULL OR x.node = s.node)
+  WHERE s.kind = 'job_started' AND s.pod IS NULL AND s.node IS NOT NULL
+  GROUP BY s.namespace, s.workload, s.node, s.time
+) x ON x.workload = e.workload AND (x.namespace IS NOT DISTINCT FROM e.namespace)
+  AND x.node = e.node AND x.started = e.time
+WHERE e.kind = 'job_started' AND e.pod IS NULL AND e.node IS NOT NULL
+  AND e.workload IS NOT NULL AND e.time <= $to AND coalesce(x.ended, $to) >= $from
+GROUP BY e.namespace, e.workload, e.pod, e.node, e.time
 UNION ALL
 -- GPU samples that name a pod but not its workload (dcgm-exporter's pod mapping, the pod
 -- never scheduled inside the data): the workload whose name the pod's name extends

@@ -65,6 +65,19 @@ pub fn pod_from_file_name(path: &str) -> Option<String> {
     ok.then(|| stem.to_string())
 }
 
+/// The Slurm job whose output a file is, by Slurm's default output file name:
+/// `slurm-<job id>.out` (`slurm-%j.out`), `slurm-<array job>_<task>.out` (`slurm-%A_%a.out`).
+pub fn slurm_job_from_file_name(path: &str) -> Option<String> {
+    let file = path.rsplit('/').next()?;
+    let id = file.strip_prefix("slurm-")?.strip_suffix(".out")?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+    let ok = match id.split_once('_') {
+        Some((job, task)) => digits(job) && digits(task),
+        None => digits(id),
+    };
+    ok.then(|| id.to_string())
+}
+
 /// The pod a file is named after, where its stem ends as Kubernetes names the pods it
 /// generates: `<owner>-<five random characters>` (a Job's or JobSet's pods, a
 /// ReplicaSet's `<deployment>-<template hash>-<five>`), drawn from the alphabet the API
@@ -101,6 +114,21 @@ pub const INDEX_LABELS: [&str; 3] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slurm_output_files_name_their_job() {
+        let job = |p| slurm_job_from_file_name(p);
+        assert_eq!(job("/logs/slurm-48213.out").as_deref(), Some("48213"));
+        assert_eq!(job("slurm-1200_7.out").as_deref(), Some("1200_7"));
+        for p in [
+            "slurm-abc.out",
+            "slurm-48213.log",
+            "train-48213.out",
+            "slurm-.out",
+        ] {
+            assert_eq!(job(p), None, "{p}");
+        }
+    }
 
     #[test]
     fn generated_pod_names_from_file_names() {
