@@ -22,6 +22,7 @@ WHERE workload IS NOT NULL
        OR (kind = 'unhealthy' AND pod IS NOT NULL AND message LIKE 'Readiness probe failed%'))
   -- A controller creating a child Job (a CronJob's run, a JobSet's replicated Job) does not
   -- wait for it: that Job is a workload of its own.
-  AND NOT (kind = 'created' AND coalesce(attrs['child_kind'], '') = 'Job')
+  -- (The CronJob controller says `Created job X`, the Job controller `Created pod: X`.)
+  AND NOT (kind = 'created' AND lower(coalesce(attrs['child_kind'], '')) = 'job')
   AND time >= $from AND time <= $to
 ORDER BY namespace, workload, time, kind;
