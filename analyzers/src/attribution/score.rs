@@ -128,12 +128,16 @@ pub fn fit(cause: Cause, kind: SymptomKind) -> f64 {
             HostResourcePressure,
         ],
         Straggler => &[ThermalThrottle, PowerThrottle, NoisyNeighbor, StragglerRank],
+        // Waiting to run: admission, placement, the image, an eviction, or containers that
+        // fail as they start.
         Pending => &[
             QuotaWait,
             Preemption,
             SchedulingFailure,
             ImagePull,
             Eviction,
+            CrashLoop,
+            OomKilled,
         ],
         // A serving workload's latency: its load, its engine's memory, its GPUs' clocks,
         // what shares its nodes, fewer replicas for the same traffic.
@@ -163,7 +167,14 @@ pub fn fit(cause: Cause, kind: SymptomKind) -> f64 {
         ],
     };
     let medium: &[Cause] = match kind {
-        Stall | Restart => &[CheckpointSave, DataloaderStall, Recompilation, ScaleChange],
+        // (A run restarted with another configuration or scale loses the time between.)
+        Stall | Restart => &[
+            CheckpointSave,
+            DataloaderStall,
+            Recompilation,
+            ScaleChange,
+            ConfigChange,
+        ],
         Regression | ThroughputDrop => &[GpuMemoryError],
         Straggler => &[
             GpuMemoryError,
@@ -172,12 +183,7 @@ pub fn fit(cause: Cause, kind: SymptomKind) -> f64 {
             HostResourcePressure,
             DataloaderStall,
         ],
-        Pending => &[
-            NodeFailure,
-            HostMaintenance,
-            HostResourcePressure,
-            CrashLoop,
-        ],
+        Pending => &[NodeFailure, HostMaintenance, HostResourcePressure],
         // Fewer replicas than the traffic needs: whatever keeps a replica away (its
         // node or GPU lost, it preempted or evicted, a scale-up's replica not admitted,
         // placed, pulled or started) leaves its load on the others.
