@@ -286,9 +286,12 @@ pub fn leads_to(upstream: Cause, downstream: Cause) -> bool {
             CollectiveTimeout,
         ],
         StorageSlow => &[CheckpointSave, CheckpointRestore, DataloaderStall],
+        // (Its evictions reschedule the pods, off a node tainted for the pressure.)
         HostResourcePressure => &[
             Eviction,
             ImagePull,
+            SchedulingFailure,
+            QuotaWait,
             OomKilled,
             CrashLoop,
             CheckpointRestore,
