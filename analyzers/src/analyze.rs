@@ -306,7 +306,7 @@ pub async fn analyze_keeping(
     let none = Marks::default();
     let detected = in_parallel(&runs, |(key, run, wk, end)| {
         let marks = pauses.get(wk).unwrap_or(&none);
-        let mut symptoms = startup_stall(key, run, marks, cfg);
+        let mut symptoms = startup_stall(key, run, marks, &end.finished, cfg);
         let mut pace = Vec::new();
         symptoms.extend(detect_run(key, run, marks, &mut pace, horizon, end, cfg));
         vec![(symptoms, pace)]
