@@ -88,6 +88,11 @@ impl Marks {
                         intervals.push((f, t));
                         evals.push((f, t));
                     }
+                    // An eval told twice (the SDK's events and the trainer's logged
+                    // metrics) ends twice: the second end is no eval of its own.
+                    None if evals
+                        .last()
+                        .is_some_and(|&(_, end)| t - end <= SAME_EVAL_NS) => {}
                     None => m.evals_ended.push(t),
                 },
                 "compile" => m.compiles.push((t, s)),
@@ -105,6 +110,9 @@ impl Marks {
         m
     }
 }
+
+/// How close two reports of an eval's end are taken to tell the same eval.
+const SAME_EVAL_NS: i64 = 60 * 1_000_000_000;
 
 /// The longest a compilation announced at its start (dynamo's `Recompiling function`)
 /// is taken to last when no progress follows: longer silence is a stall.
@@ -387,7 +395,15 @@ mod tests {
         assert!(!m.stall_pauses.contains(150 * S));
         assert_eq!(m.restarts, vec![200 * S, 260 * S]);
         assert_eq!(m.restores, vec![(260 * S, 40.0)]);
-        // An eval told only as it ends ran since the last progress before it.
+        // An eval told only as it ends ran since the last progress before it; an eval told
+        // twice (its start and end, then its end again) is one.
+        let twice = Marks::from_announcements(vec![
+            ev(300, "eval_started", None),
+            ev(301, "eval_started", None),
+            ev(400, "eval_finished", None),
+            ev(402, "eval_finished", None),
+        ]);
+        assert!(twice.evals_ended.is_empty());
         let ended = Marks::from_announcements(vec![ev(900, "eval_finished", None)]);
         assert_eq!(ended.evals_ended, vec![900 * S]);
         let progress: Vec<Point> = [700, 800, 950]
