@@ -326,29 +326,20 @@ fn checkpoint_rules(l: &str, out: &mut Vec<Finding>) -> bool {
     // as a save starts, `  successfully saved checkpoint from iteration     500 to <dir> [
     // t 1/1, p 1/1 ]` as it ends (the pair times the save), ` loading checkpoint from
     // <dir> at iteration 2000` as a restore starts (its end is the first iteration after).
-    if let Some(step) = int_after(l, "saving checkpoint at iteration ") {
-        let path = after(l, "saving checkpoint at iteration ")
-            .and_then(|r| after(r, " to "))
-            .map(token);
-        out.push(checkpoint(
-            "checkpoint_saved",
-            source::MEGATRON,
-            path,
-            Some(step),
-        ));
-        return true;
-    }
-    if let Some(step) = int_after(l, "successfully saved checkpoint from iteration ") {
-        let path = after(l, "successfully saved checkpoint from iteration ")
-            .and_then(|r| after(r, " to "))
-            .map(token);
-        out.push(checkpoint(
+    for (said, kind) in [
+        ("saving checkpoint at iteration ", "checkpoint_saved"),
+        (
+            "successfully saved checkpoint from iteration ",
             "checkpoint_save_done",
-            source::MEGATRON,
-            path,
-            Some(step),
-        ));
-        return true;
+        ),
+    ] {
+        if let Some(rest) = after(l, said)
+            && let Some(step) = leading_int(rest)
+        {
+            let path = after(rest, " to ").map(token);
+            out.push(checkpoint(kind, source::MEGATRON, path, Some(step)));
+            return true;
+        }
     }
     if let Some(rest) = after(l, "loading checkpoint from ")
         && let Some(step) = int_after(rest, " at iteration ")
