@@ -562,17 +562,19 @@ pub async fn analyze_keeping(
 /// When another run of `key`'s workload first made progress after `key`'s run last did
 /// (a Job deleted and created again under a new run id), if one did.
 fn superseded(key: &WorkloadKey, series: &BTreeMap<WorkloadKey, RunSeries>) -> Option<i64> {
+    // The first and last progress of a run (each series is in time order: its first and
+    // last points with a step).
     let span = |run: &RunSeries| {
-        let times = run
+        let ends = run
             .metrics
             .values()
             .flat_map(|ranks| ranks.values())
-            .flat_map(|pts| pts.iter())
-            .filter(|p| p.step.is_some())
-            .map(|p| p.time_ns);
-        times.fold(None, |acc: Option<(i64, i64)>, t| {
-            Some(acc.map_or((t, t), |(a, b)| (a.min(t), b.max(t))))
-        })
+            .filter_map(|pts| {
+                let first = pts.iter().find(|p| p.step.is_some())?.time_ns;
+                let last = pts.iter().rev().find(|p| p.step.is_some())?.time_ns;
+                Some((first, last))
+            });
+        ends.reduce(|(a, b), (c, d)| (a.min(c), b.max(d)))
     };
     let (_, last) = span(series.get(key)?)?;
     series

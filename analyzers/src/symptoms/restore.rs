@@ -24,17 +24,14 @@ pub fn startup_stall(
     finished: &[i64],
     cfg: &DetectorConfig,
 ) -> Vec<Symptom> {
-    let mut times: Vec<i64> = run
+    // Each series is in time order (`analyze/read.rs`): the progress around a time is a
+    // binary search in each, read only for a restore that was slow.
+    let series: Vec<&[super::Point]> = run
         .metrics
         .values()
         .flat_map(|r| r.values())
-        .flat_map(|v| v.iter().map(|p| p.time_ns))
+        .map(Vec::as_slice)
         .collect();
-    times.sort_unstable();
-    times.dedup();
-    if times.is_empty() {
-        return Vec::new();
-    }
     let restores = &marks.restores;
     let mut out: Vec<Symptom> = Vec::new();
     for &(done, seconds) in restores {
@@ -51,10 +48,18 @@ pub fn startup_stall(
             continue;
         }
         // The run's first progress after the restore began, and the progress before it.
-        let Some(&first) = times.iter().find(|&&t| t >= began) else {
+        let at = |pts: &[super::Point]| pts.partition_point(|p| p.time_ns < began);
+        let Some(first) = series
+            .iter()
+            .filter_map(|pts| Some(pts.get(at(pts))?.time_ns))
+            .min()
+        else {
             continue;
         };
-        let before = times.iter().rev().find(|&&t| t < began).copied();
+        let before = series
+            .iter()
+            .filter_map(|pts| Some(pts.get(at(pts).checked_sub(1)?)?.time_ns))
+            .max();
         let between_runs = before.is_none_or(|b| finished.iter().any(|&f| f >= b && f <= began));
         if !between_runs {
             continue;
