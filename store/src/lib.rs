@@ -44,7 +44,7 @@ use std::sync::Arc;
 use whyslow_schemas::Table;
 
 pub use lease::Leadership;
-pub use location::{Root, local_root};
+pub use location::{Remote, Root, local_root};
 pub use state::KafkaOffset;
 pub use writer::{CommitStats, CompactStats, StoreWriter, TableCommit, WriterOptions};
 

@@ -490,13 +490,28 @@ impl StoreWriter {
         }
         let interval = self.options.checkpoint_interval;
         if let Err(e) = self.store.state.commit(&location, entry, interval) {
-            let referenced = self.store.state.referenced_files();
-            let orphans: Vec<String> = entry
-                .add
-                .iter()
-                .filter(|s| !referenced.contains(&s.path))
-                .flat_map(|s| [s.path.clone(), s.keys_path.clone()])
-                .collect();
+            // A failed commit may still have landed: its log entry is written by one put,
+            // and requests after it can fail (delta-rs lists the log again after its put, a
+            // checkpoint or a read of other writers' commits may follow). So a file is
+            // deleted only when the log, read again, does not name it; when the log cannot
+            // be read (the bucket is down), every file stays, and the orphan scan removes
+            // those no commit names once they are past the grace.
+            let orphans: Vec<String> = match Store::load_at(location.clone(), true) {
+                Ok(now) => {
+                    self.store = now;
+                    let referenced = self.store.state.referenced_files();
+                    entry
+                        .add
+                        .iter()
+                        .filter(|s| !referenced.contains(&s.path))
+                        .flat_map(|s| [s.path.clone(), s.keys_path.clone()])
+                        .collect()
+                }
+                Err(unread) => {
+                    tracing::warn!(store = %self.root().display(), error = %unread, "a commit failed and the log cannot be read to tell whether it landed; its files stay");
+                    Vec::new()
+                }
+            };
             self.discard(&orphans);
             let tmp = format!("{TMP_DIR}/");
             let temps: Vec<String> = files
