@@ -264,6 +264,7 @@ pub async fn analyze_keeping(
     clock.lap("pauses and lifecycle");
     let util = scanned.utilization;
     let placements = read_placements(ctx, &params).await?;
+    let members = read_members(ctx).await?;
     clock.lap("placements");
     let activity = scanned.activity;
     let saves = read_saves(ctx, &params).await?;
@@ -281,7 +282,7 @@ pub async fn analyze_keeping(
     for (key, run) in &series {
         with_sdk.insert((key.namespace.clone(), key.workload.clone()));
         // A trainer log's copy of what a run's SDK series tell is not a second opinion.
-        if second_copies::repeats_another(key, &series) {
+        if second_copies::repeats_another(key, &series, &members) {
             continue;
         }
         let wk = (key.namespace.clone(), key.workload.clone());

@@ -60,6 +60,8 @@ pub mod symptoms {
     pub const SERIES_EXTENTS: SqlFile = sql!("symptoms/series_extents.sql");
     pub const EXTENT: SqlFile = sql!("symptoms/extent.sql");
     pub const PLACEMENTS: SqlFile = sql!("symptoms/placements.sql");
+    /// The workloads that are members of another (a JobSet's child Jobs).
+    pub const MEMBERS: SqlFile = sql!("symptoms/members.sql");
     pub const SAVE_CADENCE: SqlFile = sql!("symptoms/save_cadence.sql");
     /// Captured profiles, for the slowdowns' `profiles` (`analyze/profiles.rs`).
     pub const PROFILES: SqlFile = sql!("symptoms/profiles.sql");
@@ -484,6 +486,7 @@ mod tests {
             LIFECYCLE,
             EXTENT,
             PLACEMENTS,
+            MEMBERS,
             SAVE_CADENCE,
             PROFILES,
             PROGRESS_TIMES,

@@ -355,6 +355,25 @@ fn param_ns(params: &Params, name: &str) -> Option<i64> {
         })
 }
 
+/// The workloads that are members of another: (namespace, member) -> the whole.
+pub async fn read_members(ctx: &SessionContext) -> Result<super::second_copies::Members> {
+    let mut out = super::second_copies::Members::new();
+    for b in sql::collect(ctx, q::MEMBERS, &[]).await? {
+        let c = Columns::new(&b, q::MEMBERS.path);
+        let (ns, member, whole) = (
+            c.strings("namespace")?,
+            c.strings("member")?,
+            c.strings("workload")?,
+        );
+        for i in 0..b.num_rows() {
+            if let (Some(m), Some(w)) = (&member[i], &whole[i]) {
+                out.insert((ns[i].clone(), m.clone()), w.clone());
+            }
+        }
+    }
+    Ok(out)
+}
+
 pub async fn read_placements(ctx: &SessionContext, params: &Params) -> Result<Vec<Placement>> {
     let mut out = Vec::new();
     for b in sql::collect(ctx, q::PLACEMENTS, params).await? {

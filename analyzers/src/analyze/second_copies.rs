@@ -30,36 +30,64 @@ fn span(run: &RunSeries) -> Option<(i64, i64)> {
     })
 }
 
-/// Whether `key`'s series only repeats what another series of its workload tells:
+/// The workloads that are members of another (a JobSet's child Jobs, the view
+/// `workload_members`): (namespace, member) -> the whole.
+pub type Members = BTreeMap<(Option<String>, String), String>;
+
+/// Whether `key`'s series only repeats what another series tells:
 /// - it reports no pace where another of the workload's series does (a trainer log's
 ///   progress beside an SDK's pace is not a second opinion);
 /// - or it names no run and the paced series of the workload's runs cover [`COVERED`] of
-///   its time span (a log of several runs is covered by them together).
-pub fn repeats_another(key: &WorkloadKey, series: &BTreeMap<WorkloadKey, RunSeries>) -> bool {
+///   its time span (a log of several runs is covered by them together);
+/// - or its workload is a member of another (`members`: a JobSet's child Job, named by
+///   the pod whose log it is) whose paced series cover it so (the JobSet's SDK).
+pub fn repeats_another(
+    key: &WorkloadKey,
+    series: &BTreeMap<WorkloadKey, RunSeries>,
+    members: &Members,
+) -> bool {
     let Some(run) = series.get(key) else {
         return false;
     };
-    // The workload's series are together in the map (its keys sort by workload first).
-    let first = WorkloadKey {
-        run_id: None,
-        ..key.clone()
-    };
-    let others = || {
+    // A workload's series are together in the map (its keys sort by workload first).
+    let of = |workload: &Option<String>| -> Vec<(&WorkloadKey, &RunSeries)> {
+        let first = WorkloadKey {
+            namespace: key.namespace.clone(),
+            workload: workload.clone(),
+            run_id: None,
+        };
         series
-            .range(first.clone()..)
-            .take_while(|(k, _)| k.namespace == key.namespace && k.workload == key.workload)
+            .range(first..)
+            .take_while(|(k, _)| k.namespace == key.namespace && k.workload == *workload)
             .filter(|(k, _)| *k != key)
+            .collect()
     };
+    let others = of(&key.workload);
+    let whole = key
+        .workload
+        .as_ref()
+        .and_then(|w| members.get(&(key.namespace.clone(), w.clone())))
+        .map(|w| of(&Some(w.clone())))
+        .unwrap_or_default();
     if !paced(run) {
-        return others().any(|(_, r)| paced(r));
+        return others.iter().chain(&whole).any(|(_, r)| paced(r));
     }
-    let Some((lo, hi)) = span(run).filter(|_| key.run_id.is_none()) else {
+    let Some((lo, hi)) = span(run) else {
         return false;
     };
-    let runs: Vec<(i64, i64)> = others()
-        .filter(|(k, r)| k.run_id.is_some() && paced(r))
+    let mut runs: Vec<(i64, i64)> = whole
+        .iter()
+        .filter(|(_, r)| paced(r))
         .filter_map(|(_, r)| span(r))
         .collect();
+    if key.run_id.is_none() {
+        runs.extend(
+            others
+                .iter()
+                .filter(|(k, r)| k.run_id.is_some() && paced(r))
+                .filter_map(|(_, r)| span(r)),
+        );
+    }
     if hi == lo {
         return runs.iter().any(|&(a, b)| a <= lo && lo <= b);
     }
@@ -109,8 +137,8 @@ mod tests {
             (key(None), series("step_time_seconds", 0, 90)),
             (key(Some("run1")), series("step_time_seconds", 0, 90)),
         ]);
-        assert!(repeats_another(&key(None), &all));
-        assert!(!repeats_another(&key(Some("run1")), &all));
+        assert!(repeats_another(&key(None), &all, &Members::new()));
+        assert!(!repeats_another(&key(Some("run1")), &all, &Members::new()));
     }
 
     #[test]
@@ -120,26 +148,30 @@ mod tests {
             (key(Some("run1")), series("step_time_seconds", 0, 40)),
             (key(Some("run2")), series("step_time_seconds", 42, 90)),
         ]);
-        assert!(repeats_another(&key(None), &two_runs));
+        assert!(repeats_another(&key(None), &two_runs, &Members::new()));
         // The SDK was on for the last 20 of the log's 90 minutes: the log alone tells the
         // first 70.
         let late_sdk = BTreeMap::from([
             (key(None), series("step_time_seconds", 0, 90)),
             (key(Some("run1")), series("step_time_seconds", 70, 90)),
         ]);
-        assert!(!repeats_another(&key(None), &late_sdk));
+        assert!(!repeats_another(&key(None), &late_sdk, &Members::new()));
         // A run elsewhere in time, or without a pace of its own, repeats nothing.
         let apart = BTreeMap::from([
             (key(None), series("step_time_seconds", 0, 90)),
             (key(Some("run1")), series("step_time_seconds", 200, 290)),
         ]);
-        assert!(!repeats_another(&key(None), &apart));
+        assert!(!repeats_another(&key(None), &apart, &Members::new()));
         let unpaced_run = BTreeMap::from([
             (key(None), series("step_time_seconds", 0, 90)),
             (key(Some("run1")), series("train_loss", 0, 90)),
         ]);
-        assert!(!repeats_another(&key(None), &unpaced_run));
-        assert!(repeats_another(&key(Some("run1")), &unpaced_run));
+        assert!(!repeats_another(&key(None), &unpaced_run, &Members::new()));
+        assert!(repeats_another(
+            &key(Some("run1")),
+            &unpaced_run,
+            &Members::new()
+        ));
     }
 
     #[test]
@@ -150,6 +182,25 @@ mod tests {
             (key(None), series("step_time_seconds", 0, 90)),
             (other, series("step_time_seconds", 0, 90)),
         ]);
-        assert!(!repeats_another(&key(None), &all));
+        assert!(!repeats_another(&key(None), &all, &Members::new()));
+    }
+
+    #[test]
+    fn a_member_jobs_log_its_wholes_run_covers_is_a_copy() {
+        // A JobSet's SDK run and the log of its child Job's pod (named after the Job).
+        let mut member = key(None);
+        member.workload = Some("train-workers-0".into());
+        let all = BTreeMap::from([
+            (member.clone(), series("step_time_seconds", 0, 90)),
+            (key(Some("run1")), series("step_time_seconds", 0, 90)),
+        ]);
+        assert!(!repeats_another(&member, &all, &Members::new()));
+        let members = Members::from([(
+            (Some("ml".to_string()), "train-workers-0".to_string()),
+            "train".to_string(),
+        )]);
+        assert!(repeats_another(&member, &all, &members));
+        // The whole's run itself is no copy of its member's log.
+        assert!(!repeats_another(&key(Some("run1")), &all, &members));
     }
 }

@@ -126,10 +126,12 @@ pub fn detect(input: &ProgressInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
     // warning or error about it came after.
     if let Some(&(t_last, _)) = pts.last() {
         let threshold_ns = (threshold * 1e9) as i64;
-        let finished = input
-            .finished
-            .last()
-            .is_some_and(|&f| f <= t_last + threshold_ns);
+        // Announced soon after the last progress, or after announced work only (a last
+        // save and eval before the end is told).
+        let finished = input.finished.last().is_some_and(|&f| {
+            f <= t_last + threshold_ns
+                || secs(f - t_last) - input.pauses.overlap_seconds(t_last, f) <= threshold
+        });
         let already = out.last().is_some_and(|s| s.ongoing);
         // Another run of the workload took over: this one stopped where it stopped, and
         // the workload made no progress until the next run did (unless this run announced
@@ -314,6 +316,26 @@ mod tests {
         // A warning about it after its last step: stopped, not finished.
         quiet.last_warning_ns = Some(230 * S);
         assert_eq!(detect(&quiet, &cfg).len(), 1);
+    }
+
+    #[test]
+    fn an_end_told_after_a_last_save_and_eval_is_an_end() {
+        // Last step at 200 s; a save from 200 s to 300 s and an eval from 300 s to 400 s,
+        // then the run says it finished at 402 s. Its pods and logs go on to 900 s.
+        let pts = run((0..=100).map(|i| (i * 2, i)));
+        let key = WorkloadKey::default();
+        let cfg = DetectorConfig::default();
+        let p = Pauses::new(vec![(200 * S, 300 * S), (300 * S, 400 * S)]);
+        let finished = [402 * S];
+        let mut told = input(&key, &pts, &p, 900);
+        told.finished = &finished;
+        assert!(detect(&told, &cfg).is_empty());
+        // The same end told after 200 s of silence the announcements do not cover: the
+        // run hung before it ended.
+        let unexplained = Pauses::new(vec![(200 * S, 250 * S)]);
+        let mut hung = input(&key, &pts, &unexplained, 900);
+        hung.finished = &finished;
+        assert_eq!(detect(&hung, &cfg).len(), 1);
     }
 
     #[test]

@@ -4,7 +4,8 @@
 -- is placed by where it happened: an infrastructure event on a GPU or node of the symptom
 -- has that scope even when it also names the workload (a DCGM series labelled with the
 -- workload of the pod on the GPU); one that names the workload on no node known to be
--- the workload's is 'workload'.
+-- the workload's is 'workload', as is one that names a member of the workload (a JobSet's
+-- child Job, `workload_members`).
 -- `time` is when the thing began: messages that state their own duration are logged when
 -- it ends (an NCCL watchdog's "ran for N milliseconds", a hung task "blocked for more
 -- than N seconds", an image "pulled in 11m15s", a checkpoint saved or restored "in N s", a compilation finished "in N sec"),
@@ -30,7 +31,7 @@ SELECT sym.slowdown_id, sym.kind AS symptom_kind, sym.start AS onset, sym."end" 
     WHEN evt.layer = 'infrastructure' AND sg.slowdown_id IS NOT NULL THEN 'gpu'
     WHEN evt.layer = 'infrastructure' AND sn.level = 'focus' THEN 'node'
     WHEN evt.layer = 'infrastructure' AND sn.level IS NOT NULL THEN 'workload_nodes'
-    WHEN evt.workload IS NOT NULL AND evt.workload = sym.workload
+    WHEN evt.workload IS NOT NULL AND (evt.workload = sym.workload OR wm.member IS NOT NULL)
       AND (evt.namespace IS NOT DISTINCT FROM sym.namespace) THEN 'workload'
     WHEN sg.slowdown_id IS NOT NULL THEN 'gpu'
     WHEN sn.level = 'focus' THEN 'node'
@@ -49,6 +50,8 @@ JOIN (
   FROM events
   WHERE time >= $first_onset AND time <= $last_end
 ) evt ON evt.time >= sym.onset_from AND evt.time <= sym."end"
+LEFT JOIN workload_members wm ON wm.member = evt.workload AND wm.workload = sym.workload
+  AND (wm.namespace IS NOT DISTINCT FROM evt.namespace)
 LEFT JOIN (
   SELECT slowdown_id, node, min(level) AS level FROM symptom_scope GROUP BY slowdown_id, node
 ) sn ON sn.slowdown_id = sym.slowdown_id AND sn.node = evt.node

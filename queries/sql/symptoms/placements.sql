@@ -8,7 +8,9 @@
 -- analysis registers (`symptoms/series_extents.sql` over the same window): a series'
 -- since and until are its first and last sample inside the window. A batch scheduler's job
 -- (Slurm's: `job_started` names its nodes, no pod) is placed on each of its nodes from its
--- start to its next end or requeue.
+-- start to its next end or requeue. A workload's members (a JobSet's child Jobs,
+-- `workload_members`) ran where it ran: their placements are its too.
+WITH own AS (
 SELECT namespace, workload, pod, node, CAST(NULL AS VARCHAR) AS device, since,
   coalesce(until, $to) AS until
 FROM pod_placements
@@ -65,4 +67,11 @@ FROM (
     ON (g.namespace IS NOT DISTINCT FROM w.namespace) AND starts_with(g.pod, concat(w.workload, '-'))
 ) named
 WHERE rn = 1
+)
+SELECT namespace, workload, pod, node, device, since, until FROM own
+UNION ALL
+SELECT o.namespace, m.workload, o.pod, o.node, o.device, o.since, o.until
+FROM own o
+JOIN workload_members m ON m.member = o.workload
+  AND (m.namespace IS NOT DISTINCT FROM o.namespace)
 ORDER BY namespace, workload, node, device, pod, since;

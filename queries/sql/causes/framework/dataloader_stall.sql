@@ -13,17 +13,36 @@
 --    This is the contract's "duty cycle down with no infra signal": a conclusion by
 --    elimination, so its strength stays at most half, and any cause with evidence of its
 --    own outranks it.
-WITH cand AS (
-  SELECT slowdown_id, 'framework.dataloader_stall' AS cause, 'workload' AS scope,
-    CAST(NULL AS VARCHAR) AS node, CAST(NULL AS VARCHAR) AS device, min(time) AS time,
+-- The evidence starts with the first wait above what the workload reported in the hour
+-- before (up to 10 minutes before the onset, the lag a pace regression may be found by)
+-- and above twice its usual wait there: waits at the usual level before the pipeline
+-- fell behind do not date it (a cause that came first, slow storage, then leads to it).
+WITH usual AS (
+  SELECT s.slowdown_id,
+    greatest(max(coalesce(TRY_CAST(e.attrs['seconds'] AS DOUBLE), 1.0)),
+             2.0 * median(coalesce(TRY_CAST(e.attrs['seconds'] AS DOUBLE), 1.0))) AS wait
+  FROM symptoms s
+  JOIN events e ON e.kind = 'dataloader_wait' AND e.workload = s.workload
+    AND (e.namespace IS NOT DISTINCT FROM s.namespace)
+    AND e.time >= s.start - INTERVAL '1 hour' AND e.time < s.start - INTERVAL '10 minutes'
+  GROUP BY s.slowdown_id
+),
+cand AS (
+  SELECT e.slowdown_id, 'framework.dataloader_stall' AS cause, 'workload' AS scope,
+    CAST(NULL AS VARCHAR) AS node, CAST(NULL AS VARCHAR) AS device,
+    coalesce(min(CASE WHEN coalesce(TRY_CAST(e.attrs['seconds'] AS DOUBLE), 1.0) > u.wait
+                      THEN e.time END),
+             min(e.time)) AS time,
     array_agg(event_id ORDER BY time, event_id) AS evidence,
     concat('Input pipeline waits: ', CAST(count(*) AS VARCHAR), ' dataloader_wait report(s)',
       CASE WHEN sum(TRY_CAST(attrs['seconds'] AS DOUBLE)) IS NOT NULL
         THEN concat(', ', CAST(round(sum(TRY_CAST(attrs['seconds'] AS DOUBLE)), 1) AS VARCHAR),
           ' s waiting') END) AS summary
-  FROM symptom_events
-  WHERE scope = 'workload' AND kind = 'dataloader_wait' AND time >= onset - INTERVAL '2 minutes'
-  GROUP BY slowdown_id
+  FROM symptom_events e
+  LEFT JOIN usual u ON u.slowdown_id = e.slowdown_id
+  WHERE e.scope = 'workload' AND e.kind = 'dataloader_wait'
+    AND e.time >= e.onset - INTERVAL '2 minutes'
+  GROUP BY e.slowdown_id
 ),
 waits_reported AS (
   SELECT DISTINCT namespace, workload FROM events
