@@ -665,3 +665,50 @@ fn yaml_list_with_one_bad_item() {
         broken.dead[0].error
     );
 }
+
+/// A JobSet (jobset.x-k8s.io/v1alpha2) watched as it is scaled from 4 slices to 3: its
+/// config at each generation, `scaled` 4 → 3 at the spec write, and its conditions.
+#[test]
+fn a_jobset_scaled_down_is_a_scale_change() {
+    let jobset = |generation: i64, replicas: i64, written: &str, completed: bool| {
+        json!({"type": "MODIFIED", "object": {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": "llama-pt", "namespace": "foundation", "uid": "js-1",
+                "generation": generation, "creationTimestamp": "2026-11-30T06:12:40Z",
+                "managedFields": [{"manager": "kubectl", "operation": "Update",
+                    "time": written, "fieldsType": "FieldsV1"}]},
+            "spec": {"replicatedJobs": [
+                {"name": "slice", "replicas": replicas, "template": {"spec": {"parallelism": 2}}},
+                {"name": "driver", "template": {"spec": {"parallelism": 1}}}]},
+            "status": {"conditions": if completed {
+                json!([{"type": "Completed", "status": "True", "reason": "AllJobsCompleted",
+                        "lastTransitionTime": "2026-11-30T13:00:00Z"}])
+            } else { json!([]) }}}})
+    };
+    let lines = [
+        jobset(1, 4, "2026-11-30T06:12:40Z", false),
+        jobset(2, 3, "2026-11-30T10:50:03Z", false),
+        jobset(2, 3, "2026-11-30T10:50:03Z", true),
+    ]
+    .iter()
+    .map(|j| format!("{j}\n"))
+    .collect::<String>();
+    let d = decode_bytes("jobsets.jsonl", lines.as_bytes());
+    let scaled = d.of_kind("scaled");
+    assert_eq!(scaled.len(), 1, "{:?}", d.kinds());
+    assert_eq!(scaled[0].time_ns, ns("2026-11-30T10:50:03Z"));
+    assert_eq!(scaled[0].workload.as_deref(), Some("llama-pt"));
+    assert_eq!(
+        (
+            scaled[0].attr("workload_kind"),
+            scaled[0].attr("from_replicas"),
+            scaled[0].attr("to_replicas"),
+            scaled[0].attr("direction")
+        ),
+        (Some("JobSet"), Some("5"), Some("4"), Some("down")),
+        "4 slices and a driver, then 3 and the driver"
+    );
+    let done = d.of_kind("job_completed");
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].time_ns, ns("2026-11-30T13:00:00Z"));
+}

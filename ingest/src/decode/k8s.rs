@@ -217,11 +217,12 @@ impl K8sDecoder {
                 let n: Node = serde_json::from_slice(bytes).map_err(schema)?;
                 inventory::node_rows(&n, &mut self.rows)
             }
-            "Job" | "Deployment" | "StatefulSet" | "ReplicaSet" => {
+            "Job" | "Deployment" | "StatefulSet" | "ReplicaSet" | "JobSet" => {
                 let k: &'static str = match kind {
                     "Job" => "Job",
                     "Deployment" => "Deployment",
                     "StatefulSet" => "StatefulSet",
+                    "JobSet" => "JobSet",
                     _ => "ReplicaSet",
                 };
                 let c: Controller = serde_json::from_slice(bytes).map_err(schema)?;

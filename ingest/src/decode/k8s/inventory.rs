@@ -8,7 +8,7 @@ use whyslow_schemas::{Layer, Severity};
 
 use super::naming::Owners;
 use super::objects::{
-    Condition, ContainerStatus, Controller, Meta, Node, Pod, Resources, Text, text,
+    Condition, ContainerStatus, Controller, Int, Meta, Node, Pod, Resources, Text, text,
 };
 use super::reasons::{KUBERNETES, NPD, snake_case};
 use super::row::{Attrs, K8sError, Row, opt_time, read_time};
@@ -456,8 +456,9 @@ fn spec_time(what: &'static str, name: &str, meta: &Meta<'_>) -> Result<Option<N
     }
 }
 
-/// Appends the rows of a Job, Deployment or StatefulSet (`kind`), and of a ReplicaSet
-/// (which only teaches the owners map).
+/// Appends the rows of a Job, Deployment, StatefulSet or JobSet (`kind`), and of a
+/// ReplicaSet (which only teaches the owners map). A JobSet's scale is its number of
+/// Jobs (the replicas of its replicated Jobs): a slice removed is a scale-down.
 pub fn controller_rows(
     kind: &'static str,
     c: &Controller<'_>,
@@ -480,6 +481,7 @@ pub fn controller_rows(
     let prefix = match kind {
         "Job" => "k8s-job",
         "Deployment" => "k8s-deployment",
+        "JobSet" => "k8s-jobset",
         _ => "k8s-statefulset",
     };
     let base = id_base(prefix, meta);
@@ -495,11 +497,22 @@ pub fn controller_rows(
         meta.label("kueue.x-k8s.io/priority-class"),
     );
     let s = &c.spec;
-    let scale = if kind == "Job" {
-        s.parallelism
-    } else {
-        s.replicas
+    let scale = match kind {
+        "Job" => s.parallelism,
+        // (A replicated Job without `replicas` runs one.)
+        "JobSet" => s.replicated_jobs.as_ref().map(|jobs| {
+            Int(jobs
+                .iter()
+                .map(|j| j.replicas.as_ref().map_or(1, |r| r.0.max(0)))
+                .sum())
+        }),
+        _ => s.replicas,
     };
+    if kind == "JobSet"
+        && let Some(n) = &scale
+    {
+        attrs.push("replicas", n.0.to_string());
+    }
     for (k, v) in [
         ("replicas", s.replicas),
         ("parallelism", s.parallelism),
@@ -575,10 +588,12 @@ pub fn controller_rows(
         let status = text(&cond.status).unwrap_or("");
         let reason = text(&cond.reason).unwrap_or("");
         let (k, sev) = match (kind, ctype, status) {
-            ("Job", "Suspended", "True") => ("suspended", Severity::Info),
-            ("Job", "Suspended", "False") => ("resumed", Severity::Info),
-            ("Job", "Complete", "True") => ("job_completed", Severity::Info),
-            ("Job", "Failed", "True") => ("job_failed", Severity::Warning),
+            ("Job" | "JobSet", "Suspended", "True") => ("suspended", Severity::Info),
+            ("Job" | "JobSet", "Suspended", "False") => ("resumed", Severity::Info),
+            ("Job", "Complete", "True") | ("JobSet", "Completed", "True") => {
+                ("job_completed", Severity::Info)
+            }
+            ("Job" | "JobSet", "Failed", "True") => ("job_failed", Severity::Warning),
             (_, "Available", "True") => ("available", Severity::Info),
             (_, "Available", "False") => ("unavailable", Severity::Warning),
             (_, "ReplicaFailure", "True") => ("replica_failure", Severity::Warning),

@@ -523,6 +523,18 @@ pub struct ControllerSpec<'a> {
     pub completion_mode: Option<Text<'a>>,
     #[serde(borrow)]
     pub template: Option<PodTemplate<'a>>,
+    /// A JobSet's Jobs: how many of each template.
+    #[serde(borrow)]
+    pub replicated_jobs: Option<Vec<ReplicatedJob<'a>>>,
+}
+
+/// `spec.replicatedJobs[]` of a JobSet: a Job template and how many Jobs of it run.
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+pub struct ReplicatedJob<'a> {
+    #[serde(borrow)]
+    pub name: Option<Text<'a>>,
+    pub replicas: Option<Int>,
 }
 
 /// The status fields of a Job / Deployment the decoder reads.
@@ -537,7 +549,7 @@ pub struct ControllerStatus<'a> {
     pub completion_time: Option<Text<'a>>,
 }
 
-/// A batch/v1 Job, apps/v1 Deployment, ReplicaSet or StatefulSet.
+/// A batch/v1 Job, apps/v1 Deployment, ReplicaSet or StatefulSet, or a JobSet.
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
 pub struct Controller<'a> {
