@@ -288,7 +288,7 @@ pub async fn analyze_keeping(
         let wk = (key.namespace.clone(), key.workload.clone());
         let mut finished: Vec<i64> = lifecycle.get(&wk).map_or(Vec::new(), |l| {
             l.iter()
-                .filter(|e| matches!(e.kind.as_str(), "run_finished" | "finished" | "completed"))
+                .filter(|e| is_end(&e.kind))
                 .map(|e| e.time_ns)
                 .collect()
         });
@@ -558,6 +558,16 @@ pub async fn analyze_keeping(
         findings,
         timings: clock.done(),
     })
+}
+
+/// Announcements that a workload's run ended: the SDK's, Kueue's Finished, the job
+/// controller's Completed and a Job's (JobSet's) Complete condition, a Slurm job cancelled
+/// by its user. (Not slurmctld's `_job_complete: … done`: it is logged at a requeue too.)
+fn is_end(kind: &str) -> bool {
+    matches!(
+        kind,
+        "run_finished" | "finished" | "completed" | "job_completed" | "job_cancelled"
+    )
 }
 
 /// When another run of `key`'s workload first made progress after `key`'s run last did

@@ -422,3 +422,58 @@ async fn one_checkpoint_told_by_many_sources_is_one_operation() {
         vec![(1, 1), (2, 1)]
     );
 }
+
+/// A save told only as it starts (`Saving model checkpoint to …`, no end) lasts until the
+/// job's first progress after it, less the usual time between its progress records: the
+/// pause of training it was, not a stall.
+#[tokio::test(flavor = "current_thread")]
+async fn a_save_told_only_at_its_start_lasts_until_training_goes_on() {
+    use arrow::array::{Array, Int64Array};
+    let mut log = Log::default();
+    let job = At::workload("ml", "hf");
+    let f = Layer::Framework;
+    // Progress every 10 s to step 30 (at 300 s), a save at 300 s, progress again at 355 s.
+    for i in 0..=30 {
+        log.metric(10.0 * i as f64, f, "train_loss", 1.0, &job, None, Some(i));
+    }
+    log.event(
+        300.0,
+        f,
+        "checkpoint_saved",
+        &job,
+        None,
+        Some("Saving model checkpoint to /out/checkpoint-30"),
+        &[("step", "30")],
+    );
+    for i in 31..=40 {
+        log.metric(
+            355.0 + 10.0 * (i - 31) as f64,
+            f,
+            "train_loss",
+            1.0,
+            &job,
+            None,
+            Some(i),
+        );
+    }
+    let ctx = log.session().await;
+    let batches = ctx
+        .sql(
+            "SELECT CAST(op_seconds AS BIGINT) FROM checkpoint_ops \
+             WHERE kind = 'checkpoint_saved'",
+        )
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let secs: Vec<i64> = batches
+        .iter()
+        .flat_map(|b| {
+            let a = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+            (0..a.len()).map(|i| a.value(i)).collect::<Vec<_>>()
+        })
+        .collect();
+    // 355 s − 300 s − the usual 10 s between records.
+    assert_eq!(secs, vec![45]);
+}

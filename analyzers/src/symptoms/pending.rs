@@ -62,7 +62,13 @@ fn runs(kind: &str, containers: bool) -> bool {
 fn ends(kind: &str) -> bool {
     matches!(
         kind,
-        "finished" | "completed" | "run_finished" | "deleted" | "saw_completed_job"
+        "finished"
+            | "completed"
+            | "run_finished"
+            | "deleted"
+            | "saw_completed_job"
+            | "job_completed"
+            | "job_cancelled"
     )
 }
 
@@ -157,6 +163,13 @@ fn pod_waits(events: &[Lifecycle], horizon_ns: i64) -> Vec<(i64, i64, bool)> {
             pods.entry(p).or_default().push(e);
         }
     }
+    // The workload's own ends (a Job completed): a pod never seen running before one ran
+    // unseen, at a time the data does not tell.
+    let ended: Vec<i64> = events
+        .iter()
+        .filter(|e| e.pod.is_none() && ends(&e.kind))
+        .map(|e| e.time_ns)
+        .collect();
     let mut out = Vec::new();
     for marks in pods.values() {
         let containers = marks.iter().any(|e| e.kind == "container_started");
@@ -176,6 +189,7 @@ fn pod_waits(events: &[Lifecycle], horizon_ns: i64) -> Vec<(i64, i64, bool)> {
         match until {
             Some(e) if ends(&e.kind) => {}
             Some(e) => out.push((start, e.time_ns, false)),
+            None if ended.iter().any(|&t| t > start) => {}
             None => out.push((start, horizon_ns.max(start), true)),
         }
     }
@@ -232,10 +246,11 @@ const READINESS_MAX_NS: i64 = 30 * 60 * 1_000_000_000;
 
 /// Capacity shortfalls of one serving workload: its waits for a replica, each from the
 /// request (a scale-up's new pod) or the loss of the replica it replaces (that pod's node
-/// gone NotReady, the pod evicted or preempted), until the new replicas are ready (their Ready condition, else their
-/// readiness probes stop failing),
-/// beyond the workload's normal replica start: its shortest other such wait, else the
-/// replica's own time from its container's start to ready (loading the model).
+/// gone NotReady, the pod evicted or preempted), until the new replicas are ready (their
+/// Ready condition, else their readiness probes stop failing), beyond the workload's
+/// normal replica start: its shortest other such wait, else the replica's own time from
+/// its container's start (its placement, where only an inventory tells it) to ready
+/// (loading the model).
 pub fn detect_shortfalls(
     key: &WorkloadKey,
     events: &[Lifecycle],
@@ -248,12 +263,23 @@ pub fn detect_shortfalls(
             // Pods that started inside the wait, and when each stopped failing readiness.
             let mut end = end_ns;
             let mut own_start = None;
-            let started = events.iter().filter(|e| {
-                e.kind == "container_started"
-                    && e.pod.is_some()
-                    && e.time_ns >= start_ns
-                    && e.time_ns <= end_ns
-            });
+            let in_wait =
+                |e: &&Lifecycle| e.pod.is_some() && e.time_ns >= start_ns && e.time_ns <= end_ns;
+            let mut started: Vec<&Lifecycle> = events
+                .iter()
+                .filter(in_wait)
+                .filter(|e| e.kind == "container_started")
+                .collect();
+            if started.is_empty() {
+                // Where the kubelet's events are not there (an inventory alone), a pod
+                // starts where it is placed, and is ready when its Ready condition says:
+                // each wait is measured to its replicas' readiness, so they compare.
+                started = events
+                    .iter()
+                    .filter(in_wait)
+                    .filter(|e| matches!(e.kind.as_str(), "pod_placed" | "scheduled"))
+                    .collect();
+            }
             for st in started {
                 let after_start = |e: &&Lifecycle| {
                     e.pod == st.pod
@@ -649,6 +675,47 @@ mod tests {
                 2000 * S
             )
             .is_empty()
+        );
+    }
+
+    #[test]
+    fn replicas_known_from_an_inventory_are_waited_for_until_ready() {
+        // A replica told by an inventory alone (its Kueue Workload, placed, then Ready a
+        // minute later), then a scale-up whose replica waits for quota and loads for three minutes: its
+        // wait (212 s) compares with the first's to readiness (63 s), not to placement (2 s).
+        let events = vec![
+            pod_ev(0, "workload_created", "a"),
+            pod_ev(2, "pod_placed", "a"),
+            pod_ev(63, "pod_ready", "a"),
+            pod_ev(1000, "workload_created", "c"),
+            pod_ev(1002, "pending", "c"),
+            pod_ev(1034, "admitted", "c"),
+            pod_ev(1035, "scheduled", "c"),
+            pod_ev(1037, "container_started", "c"),
+            pod_ev(1212, "not_ready", "c"),
+        ];
+        let found = detect_shortfalls(
+            &WorkloadKey::default(),
+            &events,
+            &DetectorConfig::default(),
+            2000 * S,
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!((found[0].start_ns, found[0].end_ns), (1000 * S, 1212 * S));
+        assert_eq!(found[0].baseline, Some(63.0));
+        assert!((found[0].lost_seconds - 149.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_pod_never_seen_running_of_a_job_that_completed_did_not_wait_to_the_end() {
+        // The job controller created the pod and later said the Job completed; nothing
+        // told when the pod ran.
+        let events = vec![pod_ev(0, "created", "p"), ev(9000, "completed")];
+        assert!(waits_of(&events, 12_000 * S).is_empty());
+        // Without the completion it waits still.
+        assert_eq!(
+            waits_of(&events[..1], 12_000 * S),
+            vec![(0, 12_000 * S, true)]
         );
     }
 }

@@ -303,6 +303,8 @@ fn strip_ansi(l: &str) -> Cow<'_, str> {
 /// c10 `[W429 01:22:58.895439547 …]`, vLLM's `INFO 08-20 02:39:37 …` (after V1's
 /// `(APIServer pid=N) ` tag).
 fn inner_time(l: &str, year_ref: Option<Nanos>) -> Option<Nanos> {
+    // (Megatron-LM indents its iteration lines: ` [2026-11-14 08:12:01] iteration …`.)
+    let l = l.trim_start();
     let candidates = [
         Some(l),
         l.strip_prefix('['),
@@ -983,6 +985,15 @@ mod tests {
         );
         assert!(inner_time("[W429 01:22:58.895439547 reducer.cpp:1400] Warning", y).is_some());
         assert!(inner_time("W0429 01:22:31.907000 1 run.py", None).is_none());
+        // Megatron-LM's indented iteration line dates the undated lines after it (its
+        // `saving checkpoint at iteration` lines), not the file's modification time.
+        assert_eq!(
+            inner_time(
+                " [2026-11-14 08:12:01] iteration      100/   24000 | consumed samples: 25600",
+                None
+            ),
+            time::parse_rfc3339("2026-11-14T08:12:01Z").ok()
+        );
     }
 }
 

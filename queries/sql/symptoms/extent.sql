@@ -1,7 +1,9 @@
 -- The first and last time of data per workload inside the window (events and metrics,
 -- a serving engine's scrapes counted for the workload `serving_samples` gives them),
 -- the last time of data that says the workload is still there (anything but the
--- announcements of its end: run_finished, Kueue Finished, Job Completed, deletions),
+-- announcements of its end: run_finished, Kueue Finished, Job Completed, a Job's Complete
+-- condition, a Slurm job cancelled, deletions; not slurmctld's `done`, logged at a
+-- requeue too),
 -- and the last warning or error about it: a run whose progress stops with neither after
 -- it has finished, not stalled. The metrics' part reads `series_extents`, which the
 -- analysis registers (`symptoms/series_extents.sql` over the same window).
@@ -9,7 +11,8 @@ SELECT namespace, workload, min(t0) AS first_time, max(t1) AS last_time,
   max(alive) AS last_alive_time, max(warned) AS last_warning_time
 FROM (
   SELECT namespace, workload, min(time) AS t0, max(time) AS t1,
-    max(CASE WHEN kind NOT IN ('run_finished', 'finished', 'completed', 'deleted', 'succeeded')
+    max(CASE WHEN kind NOT IN ('run_finished', 'finished', 'completed', 'deleted', 'succeeded',
+                               'job_completed', 'job_cancelled')
              THEN time END) AS alive,
     max(CASE WHEN severity IN ('warning', 'error', 'critical') THEN time END) AS warned
   FROM events

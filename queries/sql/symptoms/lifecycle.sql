@@ -1,5 +1,5 @@
 -- Lifecycle marks of every workload (queued, admitted, evicted, pods scheduled, run
--- started or finished, containers started, image pulls; a pod gated or given a Kueue
+-- started or finished, a Job's completion, a Slurm job cancelled, containers started, image pulls; a pod gated or given a Kueue
 -- Workload; an inventory's pod placed) inside the window, in time order, with the pod
 -- each names (a controller's `Created pod: X` / `Deleted pod: X` names X): the input of
 -- the pending detector and of each run's end. For a serving workload's replicas also: a
@@ -15,7 +15,7 @@ WHERE workload IS NOT NULL
   AND (kind IN ('pending', 'failed_scheduling', 'evicted', 'preempted', 'suspended', 'requeued',
                'created', 'admitted', 'resumed', 'quota_reserved', 'scheduled', 'started',
                'run_started', 'finished', 'completed', 'run_finished', 'deleted',
-               'saw_completed_job',
+               'saw_completed_job', 'job_completed', 'job_cancelled',
                'container_started', 'image_pulling', 'image_pulled', 'image_pull_failed',
                'pod_unschedulable', 'workload_created', 'pod_placed', 'back_off')
        OR (kind IN ('taint_manager_eviction', 'node_not_ready', 'pod_ready') AND pod IS NOT NULL)
