@@ -208,11 +208,17 @@ fn assert_whole(url: &str, env: &[(String, String)], expected: std::ops::Range<u
     );
 }
 
-/// The log entry lands but the writer is told it failed, and the bucket stays `down` or
-/// not: the commit is reported failed (its outcome is unknown to the writer), its files
-/// stay, and a retry of the same rows by a fresh writer (what the stream worker does)
-/// writes nothing again.
-fn a_commit_that_landed_keeps_its_files(prefix: &str, down: bool) {
+/// A bucket store with rows 0..100 committed through a [`FaultyBucket`], and its writer.
+struct Committed {
+    _s3: S3Server,
+    url: String,
+    env: Vec<(String, String)>,
+    options: WriterOptions,
+    w: StoreWriter,
+    fault: Arc<Mutex<Fault>>,
+}
+
+fn first_commit(prefix: &str) -> Committed {
     let s3 = S3Server::start();
     let (url, env) = (s3.url(prefix), s3.env());
     let options = WriterOptions {
@@ -224,7 +230,29 @@ fn a_commit_that_landed_keeps_its_files(prefix: &str, down: bool) {
     w.append(Table::Events, events(0..100, 1_000_000_000, BASE_NS))
         .unwrap();
     w.commit(&[offset(100)]).unwrap();
+    Committed {
+        _s3: s3,
+        url,
+        env,
+        options,
+        w,
+        fault,
+    }
+}
 
+/// The log entry lands but the writer is told it failed, and the bucket stays `down` or
+/// not: the commit is reported failed (its outcome is unknown to the writer), its files
+/// stay, and a retry of the same rows by a fresh writer (what the stream worker does)
+/// writes nothing again.
+fn a_commit_that_landed_keeps_its_files(prefix: &str, down: bool) {
+    let Committed {
+        _s3,
+        url,
+        env,
+        options,
+        mut w,
+        fault,
+    } = first_commit(prefix);
     *fault.lock().unwrap() = Fault::CommitAnswerLost { down };
     w.append(Table::Events, events(100..200, 1_000_000_000, BASE_NS))
         .unwrap();
@@ -266,17 +294,14 @@ fn a_commit_that_landed_before_an_outage_keeps_its_files() {
 /// (the log, read again, does not name them), and the rows are committed by the retry.
 #[test]
 fn a_commit_that_did_not_land_leaves_no_files() {
-    let s3 = S3Server::start();
-    let (url, env) = (s3.url("refused"), s3.env());
-    let options = WriterOptions {
-        auto_compact_segments: 0,
-        ..WriterOptions::default()
-    };
-    let (faulty, fault) = faulty_root(&url, &env);
-    let mut w = StoreWriter::open_root(faulty, options.clone()).unwrap();
-    w.append(Table::Events, events(0..100, 1_000_000_000, BASE_NS))
-        .unwrap();
-    w.commit(&[offset(100)]).unwrap();
+    let Committed {
+        _s3,
+        url,
+        env,
+        mut w,
+        fault,
+        ..
+    } = first_commit("refused");
     let before =
         list_objects(&Store::open_root(Root::parse_with(Path::new(&url), &env).unwrap()).unwrap());
     // The segment and key file puts pass; the commit file's put fails.

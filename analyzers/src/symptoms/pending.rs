@@ -681,8 +681,9 @@ mod tests {
     #[test]
     fn replicas_known_from_an_inventory_are_waited_for_until_ready() {
         // A replica told by an inventory alone (its Kueue Workload, placed, then Ready a
-        // minute later), then a scale-up whose replica waits for quota and loads for three minutes: its
-        // wait (212 s) compares with the first's to readiness (63 s), not to placement (2 s).
+        // minute later), then a scale-up whose replica waits for quota and loads for
+        // three minutes: its wait (212 s) compares with the first's to readiness (63 s),
+        // not to placement (2 s).
         let events = vec![
             pod_ev(0, "workload_created", "a"),
             pod_ev(2, "pod_placed", "a"),

@@ -39,6 +39,9 @@ pub struct Marks {
     /// Evals announced only as they ended (MaxText's eval metrics): each ran since the
     /// last progress before it.
     pub evals_ended: Vec<i64>,
+    /// Saves announced only as they started, with no duration nor end (Hugging Face
+    /// Trainer's `Saving model checkpoint to …`): each lasts until training goes on.
+    pub saves_started: Vec<i64>,
     pub run_starts: Vec<i64>,
     /// (end, seconds) of each restore that says how long it took, once however many
     /// ranks and sources told it (`checkpoint_ops`), in order.
@@ -96,12 +99,13 @@ impl Marks {
                     None => m.evals_ended.push(t),
                 },
                 "compile" => m.compiles.push((t, s)),
-                "checkpoint_saved" => {
-                    if let Some(s) = s {
+                "checkpoint_saved" => match s {
+                    Some(s) => {
                         m.save_secs.push((t, s));
                         intervals.push((t - (s * 1e9) as i64, t));
                     }
-                }
+                    None => m.saves_started.push(t),
+                },
                 _ => {}
             }
         }
@@ -146,6 +150,39 @@ fn with_compiles(pauses: &Pauses, compiles: &[(i64, Option<f64>)], progress: &[P
                     .find(|p| p.step.is_some_and(|s| reached.is_none_or(|r| s > r)))
                     .map_or(t, |p| p.time_ns);
                 intervals.push((t, next.min(t + OPEN_COMPILE_MAX_NS)));
+            }
+        }
+    }
+    Pauses::new(intervals)
+}
+
+/// The longest a save announced at its start is taken to last when no progress follows
+/// sooner (the restores' bound in `checkpoint_ops`).
+const OPEN_SAVE_MAX_NS: i64 = 2 * 3600 * 1_000_000_000;
+
+/// `pauses` with the saves announced only as they started (at `started`): each until the
+/// first progress after it, less the run's usual time between progress records (progress
+/// logged every N steps comes N steps after training went on). A save that took longer
+/// than the workload's usual is a slower pace, as a save told with its duration is.
+fn with_started_saves(pauses: &Pauses, started: &[i64], progress: &[Point]) -> Pauses {
+    if started.is_empty() || progress.len() < 2 {
+        return pauses.clone();
+    }
+    // (The series are in time order: `analyze/read.rs` sorts them.)
+    let gaps: Vec<f64> = progress
+        .windows(2)
+        .map(|w| (w[1].time_ns - w[0].time_ns) as f64)
+        .collect();
+    let usual = median(&gaps).unwrap_or(0.0) as i64;
+    let mut intervals = pauses.intervals().to_vec();
+    for &t in started {
+        let next = progress.partition_point(|p| p.time_ns <= t);
+        if let Some(p) = progress.get(next)
+            && p.time_ns - t <= OPEN_SAVE_MAX_NS
+        {
+            let end = (p.time_ns - usual).max(t);
+            if end > t {
+                intervals.push((t, end));
             }
         }
     }
@@ -221,6 +258,7 @@ pub fn detect_run(
     }
     let evals = &with_ended_evals(&marks.evals, &marks.evals_ended, &progress_pts);
     let stall_pauses = with_ended_evals(&marks.stall_pauses, &marks.evals_ended, &progress_pts);
+    let stall_pauses = with_started_saves(&stall_pauses, &marks.saves_started, &progress_pts);
     let pauses = &with_compiles(&stall_pauses, &marks.compiles, &progress_pts);
     let baseline_step = match pace {
         Some(("step_time_seconds", pts)) => {
@@ -378,6 +416,43 @@ mod tests {
         };
         let found = detect_run(&key, &run, &marks, &mut Vec::new(), 1520 * S, &end, &cfg);
         assert_eq!(found.len(), 1, "{found:?}");
+    }
+
+    #[test]
+    fn a_save_told_only_at_its_start_lasts_until_training_goes_on() {
+        // Progress every 2 s to step 150 (300 s); a save announced at 300 s with no end;
+        // progress again from 355 s (the save took 53 s, then the usual 2 s to a record).
+        let mut points: Vec<Point> = (0..=150)
+            .map(|i| Point {
+                time_ns: 2 * i * S,
+                step: Some(i),
+                value: 1.0,
+            })
+            .collect();
+        points.extend((151..=300).map(|i| Point {
+            time_ns: (355 + 2 * (i - 151)) * S,
+            step: Some(i),
+            value: 1.0,
+        }));
+        let mut run = RunSeries::default();
+        run.metrics
+            .entry("train_loss".into())
+            .or_default()
+            .insert(None, points);
+        // (Its last record is its last step, at 653 s.)
+        let end = RunEnd {
+            last_alive_ns: Some(653 * S),
+            ..RunEnd::default()
+        };
+        let key = WorkloadKey::default();
+        let cfg = DetectorConfig::default();
+        let detect =
+            |marks: &Marks| detect_run(&key, &run, marks, &mut Vec::new(), 660 * S, &end, &cfg);
+        let saved = Marks::from_announcements(vec![ev(300, "checkpoint_saved", None)]);
+        assert_eq!(saved.saves_started, vec![300 * S]);
+        assert!(detect(&saved).is_empty(), "{:?}", detect(&saved));
+        // Unannounced, the 55 s gap is a stall.
+        assert_eq!(detect(&Marks::default()).len(), 1);
     }
 
     #[test]

@@ -10,12 +10,11 @@
 -- `op_began_ns`, `op_step` and `op_seconds` are the operation's start, step and time: the
 -- longest any report tells; else, for a save, until the first `checkpoint_save_done` (the
 -- weights written) of the workload after it began, before its next save and within an
--- hour, at the same step where both name one; for a restore (and a save told only as it
--- starts, `Saving model checkpoint to …`, with no end of it), until its last report where
+-- hour, at the same step where both name one; for a restore, until its last report where
 -- its reports span more than 10 seconds, else until the workload's first progress after
 -- it (`workload_progress`: a framework metric with a step, or a trainer's epoch) less the
 -- usual time between its progress records (progress logged every N steps comes N steps
--- after training resumed), within two hours and before its next operation of the kind.
+-- after training resumed), within two hours and before its next restore.
 CREATE OR REPLACE VIEW checkpoint_ops AS
 WITH reports AS (
   SELECT event_id, namespace, workload, run_id, kind, time,
@@ -107,17 +106,13 @@ resumed AS (
     AND p.t > o.op_began_ns AND p.t < o.op_began_ns + 7200000000000
     AND (o.next_began_ns IS NULL OR p.t < o.next_began_ns)
   LEFT JOIN cadence c ON c.workload = o.workload AND (c.namespace IS NOT DISTINCT FROM o.namespace)
-  WHERE o.op_seconds IS NULL
+  WHERE o.kind = 'checkpoint_restored' AND o.op_seconds IS NULL
   GROUP BY o.namespace, o.workload, o.kind, o.op, o.op_began_ns, o.op_last_ns
 ),
 timed AS (
   SELECT namespace, workload, kind, op, done_ns FROM saved
   UNION ALL
-  SELECT r.namespace, r.workload, r.kind, r.op, r.done_ns
-  FROM resumed r
-  LEFT JOIN saved s ON s.workload = r.workload AND (s.namespace IS NOT DISTINCT FROM r.namespace)
-    AND s.kind = r.kind AND s.op = r.op
-  WHERE r.done_ns IS NOT NULL AND s.op IS NULL
+  SELECT namespace, workload, kind, op, done_ns FROM resumed WHERE done_ns IS NOT NULL
 )
 SELECT n.event_id, n.namespace, n.workload, n.run_id, n.kind, n.time, n.step, n.seconds,
   n.began_ns, n.op, o.op_began_ns, o.op_step,
