@@ -39,6 +39,18 @@ pub struct ProgressInput<'a> {
     pub superseded_ns: Option<i64>,
 }
 
+/// A run's usual time between progress records (the median gap between its points with a
+/// step, in time order), in seconds; 0 with fewer than two.
+pub fn sampling_seconds(points: &[Point]) -> f64 {
+    let times: Vec<i64> = points
+        .iter()
+        .filter(|p| p.step.is_some())
+        .map(|p| p.time_ns)
+        .collect();
+    let gaps: Vec<f64> = times.windows(2).map(|w| secs(w[1] - w[0])).collect();
+    super::stats::median(&gaps).unwrap_or(0.0)
+}
+
 /// The stalls and restarts of one run, in time order.
 pub fn detect(input: &ProgressInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
     let pts: Vec<(i64, i64)> = input
@@ -54,8 +66,7 @@ pub fn detect(input: &ProgressInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
         .collect();
     let base = input.baseline_step_seconds.max(1e-3);
     // A run that reports every N steps (or minutes) is not stalled between reports.
-    let gaps: Vec<f64> = pts.windows(2).map(|w| secs(w[1].0 - w[0].0)).collect();
-    let sampling = super::stats::median(&gaps).unwrap_or(0.0);
+    let sampling = sampling_seconds(input.points);
     let restart_threshold = (cfg.stall_factor * base).max(cfg.stall_min_seconds);
     let threshold = restart_threshold.max(3.0 * sampling);
     let mut out = Vec::new();

@@ -169,11 +169,7 @@ fn with_started_saves(pauses: &Pauses, started: &[i64], progress: &[Point]) -> P
         return pauses.clone();
     }
     // (The series are in time order: `analyze/read.rs` sorts them.)
-    let gaps: Vec<f64> = progress
-        .windows(2)
-        .map(|w| (w[1].time_ns - w[0].time_ns) as f64)
-        .collect();
-    let usual = median(&gaps).unwrap_or(0.0) as i64;
+    let usual = (progress::sampling_seconds(progress) * 1e9) as i64;
     let mut intervals = pauses.intervals().to_vec();
     for &t in started {
         let next = progress.partition_point(|p| p.time_ns <= t);
