@@ -6,6 +6,7 @@
 //! incrementally over a recent window after each committed batch.
 
 mod bucket_means;
+mod job_names;
 mod metric_scan;
 pub mod profiles;
 mod read;
@@ -160,6 +161,7 @@ pub async fn analyze_keeping(
         .await
         .map_err(|source| crate::AnalyzeError::Segments { source })?;
     clock.lap("events in memory");
+    let names = job_names::JobNames::read(ctx).await?;
     // The live analyzer keeps the workloads' progress times per segment: the view
     // `checkpoint_ops` reads those instead of every framework sample of the store.
     if let Some(k) = kept.as_deref_mut()
@@ -266,6 +268,7 @@ pub async fn analyze_keeping(
     clock.lap("pauses and lifecycle");
     let util = scanned.utilization;
     let placements = read_placements(ctx, &params).await?;
+    let event_pods = read_event_pods(ctx, &params).await?;
     let members = read_members(ctx).await?;
     clock.lap("placements");
     let activity = scanned.activity;
@@ -453,7 +456,7 @@ pub async fn analyze_keeping(
         }
         found.push(s);
     }
-    found.retain(|s| sel.wants(&s.key) && s.lost_seconds >= cfg.min_lost_seconds);
+    found.retain(|s| names.wanted(sel, &s.key) && s.lost_seconds >= cfg.min_lost_seconds);
     found.sort_by(|a, b| {
         (a.start_ns, &a.key, a.kind, a.rank).cmp(&(b.start_ns, &b.key, b.kind, b.rank))
     });
@@ -464,6 +467,10 @@ pub async fn analyze_keeping(
     let mut rows = Vec::new();
     let mut scope = Vec::new();
     let mut ids = Vec::new();
+    let placed_pods: BTreeSet<(Option<&str>, &str)> = placements
+        .iter()
+        .filter_map(|p| Some((p.namespace.as_deref(), p.pod.as_deref()?)))
+        .collect();
     for s in &found {
         let id = slowdown_id(s);
         rows.push(SymptomRow {
@@ -479,9 +486,7 @@ pub async fn analyze_keeping(
             onset_from_ns: s.start_ns - LOOKBACK_NS,
             baseline: s.baseline,
             observed: s.observed,
-            unplaced: !placements
-                .iter()
-                .any(|p| p.holds(&s.key, s.start_ns - LOOKBACK_NS, s.start_ns)),
+            unplaced: unplaced(&s.key, s.start_ns, &placements, &placed_pods, &event_pods),
         });
         scope.extend(scope_of(&id, s, &placements, &series));
         ids.push(id);
@@ -542,7 +547,7 @@ pub async fn analyze_keeping(
     clock.lap("profiles");
     let mut workloads: Vec<WorkloadExtent> = extents
         .into_iter()
-        .filter(|e| e.key.workload.is_some() && sel.wants(&e.key))
+        .filter(|e| e.key.workload.is_some() && names.wanted(sel, &e.key))
         .collect();
     for w in &mut workloads {
         w.run_ids = series
@@ -553,6 +558,10 @@ pub async fn analyze_keeping(
             .into_iter()
             .collect();
     }
+    // Slurm jobs by the names their users know them by (the analysis ran on their ids).
+    let mut findings = findings;
+    names.name_findings(&mut findings);
+    let workloads = names.name_workloads(workloads);
     Ok(Analysis {
         from_ns: window.0,
         to_ns: window.1,
@@ -560,6 +569,36 @@ pub async fn analyze_keeping(
         findings,
         timings: clock.done(),
     })
+}
+
+/// How long after a symptom's onset a pod's records still tell that it ran then: a pod
+/// that died with its GPU says so (a CUDA error, its agent's exit) just after.
+const DIED_WITHIN_NS: i64 = 2 * 60 * 1_000_000_000;
+
+/// Whether the hardware `key`'s workload ran on at `onset` may be nowhere in its scope:
+/// nothing placed the workload in the look-back before, or one of its pods that its events
+/// name then (up to [`DIED_WITHIN_NS`] after) was never placed on a node (its scheduling
+/// events missing, its GPUs' samples unlabelled). `placed_pods`: every pod `placements`
+/// names.
+fn unplaced(
+    key: &WorkloadKey,
+    onset: i64,
+    placements: &[Placement],
+    placed_pods: &BTreeSet<(Option<&str>, &str)>,
+    pods: &[EventPod],
+) -> bool {
+    let from = onset - LOOKBACK_NS;
+    if !placements.iter().any(|p| p.holds(key, from, onset)) {
+        return true;
+    }
+    pods.iter()
+        .filter(|e| {
+            e.namespace == key.namespace
+                && key.workload.as_deref() == Some(e.workload.as_str())
+                && e.first_ns <= onset + DIED_WITHIN_NS
+                && e.last_ns >= from
+        })
+        .any(|e| !placed_pods.contains(&(e.namespace.as_deref(), e.pod.as_str())))
 }
 
 /// Announcements that a workload's run ended: the SDK's, Kueue's Finished, the job

@@ -404,6 +404,41 @@ pub async fn read_placements(ctx: &SessionContext, params: &Params) -> Result<Ve
     Ok(out)
 }
 
+/// A pod the events of its workload name, from the first to the last time they do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventPod {
+    pub namespace: Option<String>,
+    pub workload: String,
+    pub pod: String,
+    pub first_ns: i64,
+    pub last_ns: i64,
+}
+
+pub async fn read_event_pods(ctx: &SessionContext, params: &Params) -> Result<Vec<EventPod>> {
+    let mut out = Vec::new();
+    for b in sql::collect(ctx, q::EVENT_PODS, params).await? {
+        let c = Columns::new(&b, q::EVENT_PODS.path);
+        let (ns, w, pod) = (
+            c.strings("namespace")?,
+            c.strings("workload")?,
+            c.strings("pod")?,
+        );
+        let (first, last) = (c.times("first")?, c.times("last")?);
+        for i in 0..b.num_rows() {
+            if let (Some(w), Some(pod), Some(f), Some(l)) = (&w[i], &pod[i], first[i], last[i]) {
+                out.push(EventPod {
+                    namespace: ns[i].clone(),
+                    workload: w.clone(),
+                    pod: pod.clone(),
+                    first_ns: f,
+                    last_ns: l,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
 fn event_info(c: &Columns<'_>, n: usize) -> Result<Vec<(Option<String>, EventInfo)>> {
     let ids = c.strings("event_id")?;
     let time = c.times("time")?;

@@ -459,6 +459,15 @@ fn elastic_rules(l: &str, out: &mut Vec<Finding>) -> bool {
         )));
         return true;
     }
+    // A worker process the agent saw die: `failed (exitcode: 1) local_rank: 0 (pid: 231)
+    // of binary: /usr/bin/python3` (torch/distributed/elastic/multiprocessing/api.py).
+    if let Some(rest) = after(l, "failed (exitcode: ") {
+        let e = EventFinding::new("worker_failed", Severity::Error, source::PYTORCH)
+            .attr_opt("exitcode", leading_int(rest))
+            .attr_opt("local_rank", int_after(rest, "local_rank: "));
+        out.push(Finding::Event(e));
+        return true;
+    }
     if l.contains("Slice down event detected") {
         out.push(Finding::Event(EventFinding::new(
             "slice_down",
@@ -1169,6 +1178,13 @@ mod tests {
         assert_eq!(
             event("[default] Starting worker group").kind,
             "worker_group_started"
+        );
+        let e = event(
+            "E1129 09:50:00.900000000 1 site-packages/torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) local_rank: 0 (pid: 231) of binary: /usr/bin/python3",
+        );
+        assert_eq!(
+            (e.kind, attr(&e, "exitcode"), attr(&e, "local_rank")),
+            ("worker_failed", Some("1"), Some("0"))
         );
         let e = event("Elastic attempt 2 out of 10");
         assert_eq!(

@@ -50,6 +50,16 @@ pub fn exception_line(l: &str) -> Option<(&str, &str)> {
     ok.then_some((name, message))
 }
 
+/// Whether `name` reads as an exception type by Python's naming (`RuntimeError`,
+/// `torch.OutOfMemoryError`, `KeyboardInterrupt`, `SystemExit`): a frameless line after a
+/// traceback's header is taken as its exception only then.
+fn names_an_exception(name: &str) -> bool {
+    let last = name.rsplit('.').next().unwrap_or(name);
+    ["Error", "Exception", "Interrupt", "Exit"]
+        .iter()
+        .any(|suffix| last.len() > suffix.len() && last.ends_with(suffix))
+}
+
 impl<T: Copy> Traceback<T> {
     /// A traceback whose header line was just seen.
     pub fn new() -> Self {
@@ -78,7 +88,9 @@ impl<T: Copy> Traceback<T> {
             return Feed::Consumed;
         }
         match exception_line(trimmed) {
-            Some((name, message)) if self.frames > 0 => {
+            // A traceback cut to its exception line (a log shipper's or a wrapper's
+            // summary) still tells the exception, where the line names one by its type.
+            Some((name, message)) if self.frames > 0 || names_an_exception(name) => {
                 self.exception = Some((name.to_string(), message.to_string(), time));
                 self.after_exception = true;
                 Feed::Consumed
@@ -153,6 +165,29 @@ mod tests {
         };
         assert_eq!(e.kind, "cuda_oom");
         assert_eq!(tb.exception_time(), Some(8));
+    }
+
+    #[test]
+    fn a_traceback_cut_to_its_exception_line_still_tells_it() {
+        let mut tb = Traceback::new();
+        assert_eq!(tb.feed(HEADER, 0), Feed::Consumed);
+        assert_eq!(
+            tb.feed("RuntimeError: CUDA error: unspecified launch failure", 1),
+            Feed::Consumed
+        );
+        let Feed::Ended(Some(e)) = tb.feed("E1129 09:50:00.900000000 1 api.py:869] failed", 2)
+        else {
+            panic!("not ended")
+        };
+        assert_eq!(
+            (e.kind, e.reason.as_deref()),
+            ("exception", Some("RuntimeError"))
+        );
+        // Not a type by its name: no exception, whatever its colon.
+        let mut tb: Traceback<u8> = Traceback::new();
+        tb.feed(HEADER, 0);
+        assert_eq!(tb.feed("Note: retrying", 1), Feed::Ended(None));
+        assert!(!names_an_exception("Error"));
     }
 
     #[test]
