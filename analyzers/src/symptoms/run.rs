@@ -42,6 +42,9 @@ pub struct Marks {
     /// Saves announced only as they started, with no duration nor end (Hugging Face
     /// Trainer's `Saving model checkpoint to …`): each lasts until training goes on.
     pub saves_started: Vec<i64>,
+    /// Evals announced as they started and never told to end (`Running validation …`
+    /// with no end line): each lasts until training goes on, as such a save does.
+    pub evals_started: Vec<i64>,
     pub run_starts: Vec<i64>,
     /// (end, seconds) of each restore that says how long it took, once however many
     /// ranks and sources told it (`checkpoint_ops`), in order.
@@ -60,9 +63,12 @@ impl Marks {
     /// order (`symptoms/pauses.sql`): evals from their start to their end, saves, restores,
     /// run starts and compilations.
     pub fn from_announcements(mut evs: Vec<(i64, String, Option<f64>)>) -> Marks {
+        // (An eval's start before an end told at the same time: a line with no time of
+        // its own takes the time of the line before it.)
+        let order = |k: &str| (k != "eval_started") as u8;
         evs.sort_by(|a, b| {
-            (a.0, &a.1)
-                .cmp(&(b.0, &b.1))
+            (a.0, order(&a.1), &a.1)
+                .cmp(&(b.0, order(&b.1), &b.1))
                 .then(a.2.unwrap_or(0.0).total_cmp(&b.2.unwrap_or(0.0)))
         });
         let mut intervals = Vec::new();
@@ -86,17 +92,30 @@ impl Marks {
                     }
                 }
                 "eval_started" => eval_from = eval_from.or(Some(t)),
-                "eval_finished" => match eval_from.take() {
-                    Some(f) => {
-                        intervals.push((f, t));
-                        evals.push((f, t));
+                // An end told far sooner after its start than the eval says it took was
+                // dated by a line before it (a line with no time of its own takes the
+                // time of the line before it, which may be the eval's start): it ended
+                // when its start and duration say.
+                "eval_finished" => match (eval_from.take(), s.filter(|s| *s > 0.0)) {
+                    (Some(f), took) => {
+                        let end = match took.map(|s| (s * 1e9) as i64) {
+                            Some(took) if t - f < took / 2 => f + took,
+                            _ => t,
+                        };
+                        intervals.push((f, end));
+                        evals.push((f, end));
                     }
                     // An eval told twice (the SDK's events and the trainer's logged
                     // metrics) ends twice: the second end is no eval of its own.
-                    None if evals
-                        .last()
-                        .is_some_and(|&(_, end)| t - end <= SAME_EVAL_NS) => {}
-                    None => m.evals_ended.push(t),
+                    (None, _)
+                        if evals
+                            .last()
+                            .is_some_and(|&(_, end)| t - end <= SAME_EVAL_NS) => {}
+                    (None, Some(s)) => {
+                        intervals.push((t - (s * 1e9) as i64, t));
+                        evals.push((t - (s * 1e9) as i64, t));
+                    }
+                    (None, None) => m.evals_ended.push(t),
                 },
                 "compile" => m.compiles.push((t, s)),
                 "checkpoint_saved" => match s {
@@ -109,6 +128,7 @@ impl Marks {
                 _ => {}
             }
         }
+        m.evals_started.extend(eval_from);
         m.stall_pauses = Pauses::new(intervals);
         m.evals = Pauses::new(evals);
         m
@@ -156,15 +176,15 @@ fn with_compiles(pauses: &Pauses, compiles: &[(i64, Option<f64>)], progress: &[P
     Pauses::new(intervals)
 }
 
-/// The longest a save announced at its start is taken to last when no progress follows
-/// sooner (the restores' bound in `checkpoint_ops`).
-const OPEN_SAVE_MAX_NS: i64 = 2 * 3600 * 1_000_000_000;
+/// The longest a save or eval announced at its start is taken to last when no progress
+/// follows sooner (the restores' bound in `checkpoint_ops`).
+const OPEN_PAUSE_MAX_NS: i64 = 2 * 3600 * 1_000_000_000;
 
-/// `pauses` with the saves announced only as they started (at `started`): each until the
-/// first progress after it, less the run's usual time between progress records (progress
-/// logged every N steps comes N steps after training went on). A save that took longer
-/// than the workload's usual is a slower pace, as a save told with its duration is.
-fn with_started_saves(pauses: &Pauses, started: &[i64], progress: &[Point]) -> Pauses {
+/// `pauses` with the saves or evals announced only as they started (at `started`): each
+/// until the first progress after it, less the run's usual time between progress records
+/// (progress logged every N steps comes N steps after training went on). A save that took
+/// longer than the workload's usual is a slower pace, as a save told with its duration is.
+fn with_started(pauses: &Pauses, started: &[i64], progress: &[Point]) -> Pauses {
     if started.is_empty() || progress.len() < 2 {
         return pauses.clone();
     }
@@ -174,7 +194,7 @@ fn with_started_saves(pauses: &Pauses, started: &[i64], progress: &[Point]) -> P
     for &t in started {
         let next = progress.partition_point(|p| p.time_ns <= t);
         if let Some(p) = progress.get(next)
-            && p.time_ns - t <= OPEN_SAVE_MAX_NS
+            && p.time_ns - t <= OPEN_PAUSE_MAX_NS
         {
             let end = (p.time_ns - usual).max(t);
             if end > t {
@@ -252,9 +272,11 @@ pub fn detect_run(
             advances.push(*p);
         }
     }
-    let evals = &with_ended_evals(&marks.evals, &marks.evals_ended, &progress_pts);
+    let evals = with_ended_evals(&marks.evals, &marks.evals_ended, &progress_pts);
+    let evals = &with_started(&evals, &marks.evals_started, &progress_pts);
     let stall_pauses = with_ended_evals(&marks.stall_pauses, &marks.evals_ended, &progress_pts);
-    let stall_pauses = with_started_saves(&stall_pauses, &marks.saves_started, &progress_pts);
+    let stall_pauses = with_started(&stall_pauses, &marks.saves_started, &progress_pts);
+    let stall_pauses = with_started(&stall_pauses, &marks.evals_started, &progress_pts);
     let pauses = &with_compiles(&stall_pauses, &marks.compiles, &progress_pts);
     let baseline_step = match pace {
         Some(("step_time_seconds", pts)) => {
@@ -490,5 +512,37 @@ mod tests {
         // A save told with its duration pauses from its start.
         let saved = Marks::from_announcements(vec![ev(1000, "checkpoint_saved", Some(14.0))]);
         assert_eq!(saved.stall_pauses.intervals(), &[(986 * S, 1000 * S)]);
+    }
+
+    #[test]
+    fn an_eval_told_at_its_start_or_with_its_duration_is_a_pause() {
+        // `validation … took 93.8s` on a line of no time of its own, dated by the
+        // `Running validation` line before it: the eval lasts the time it says.
+        let m = Marks::from_announcements(vec![
+            ev(100, "eval_started", None),
+            ev(100, "eval_finished", Some(93.8)),
+        ]);
+        assert_eq!(m.evals.intervals(), &[(100 * S, 100 * S + 93_800_000_000)]);
+        // Told only as it ends, with its duration: from its end less that.
+        let m = Marks::from_announcements(vec![ev(500, "eval_finished", Some(60.0))]);
+        assert_eq!(m.evals.intervals(), &[(440 * S, 500 * S)]);
+        assert!(m.evals_ended.is_empty());
+        // Told only as it starts: open until training goes on.
+        let m = Marks::from_announcements(vec![
+            ev(100, "eval_started", None),
+            ev(200, "eval_started", None),
+            ev(150, "run_started", None),
+        ]);
+        assert_eq!(m.evals_started, vec![200 * S]);
+        let progress: Vec<Point> = [180, 190, 300, 310]
+            .iter()
+            .map(|&t| Point {
+                time_ns: t * S,
+                value: 1.0,
+                step: Some(t),
+            })
+            .collect();
+        let pauses = with_started(&m.evals, &m.evals_started, &progress);
+        assert_eq!(pauses.intervals(), &[(200 * S, 290 * S)]);
     }
 }

@@ -637,6 +637,60 @@ fn maxtext_eval(l: &str, out: &mut Vec<Finding>) -> bool {
     true
 }
 
+/// How an evaluation is told in words as it starts: a custom loop's `Running validation at
+/// step 1500 ...`, Hugging Face Trainer's `***** Running Evaluation *****`.
+const EVAL_STARTS: [&str; 8] = [
+    "running evaluation",
+    "running validation",
+    "starting evaluation",
+    "starting validation",
+    "start evaluation",
+    "start validation",
+    "begin evaluation",
+    "begin validation",
+];
+
+/// Evaluations told in words: as one starts ([`EVAL_STARTS`]), and as one ends with how
+/// long it took (`validation at step 1500 | val_loss 3.2914 | took 93.8s`).
+fn eval_words(l: &str, out: &mut Vec<Finding>) -> bool {
+    let t = l.trim_start_matches(['*', '=', '-', '>', ' ', '\t']);
+    let starts = |p: &str| t.get(..p.len()).is_some_and(|h| h.eq_ignore_ascii_case(p));
+    let step = int_after(t, " step ").or_else(|| int_after(t, " step: "));
+    let kind = if EVAL_STARTS.iter().any(|p| starts(p)) {
+        "eval_started"
+    } else if ["validation", "evaluation", "eval "]
+        .iter()
+        .any(|p| starts(p))
+        && let Some(rest) = after(t, "took ")
+        && let Some(seconds) = leading_number(rest)
+        && is_seconds_unit(rest)
+    {
+        let mut e = EventFinding::new("eval_finished", Severity::Info, source::APP)
+            .attr("seconds", seconds);
+        e.step = step;
+        out.push(Finding::Event(e.attr_opt("step", step)));
+        return true;
+    } else {
+        return false;
+    };
+    let mut e = EventFinding::new(kind, Severity::Info, source::APP);
+    e.step = step;
+    out.push(Finding::Event(e.attr_opt("step", step)));
+    true
+}
+
+/// Whether the number `s` begins with is in seconds (`93.8s`, `12 sec`, `4 seconds`).
+fn is_seconds_unit(s: &str) -> bool {
+    let unit = s
+        .trim_start_matches(|c: char| c.is_ascii_digit() || c == '.')
+        .trim_start();
+    let word = unit
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or("");
+    matches!(word, "s" | "sec" | "secs" | "second" | "seconds")
+}
+
 /// MaxText: `completed step: 9, seconds: 5.667, TFLOP/s/device: 134.924, Tokens/s/device:
 /// 8672.758, total_weights: 196608, loss: 10.374`.
 fn maxtext_step(l: &str, out: &mut Vec<Finding>) -> bool {
@@ -974,6 +1028,7 @@ pub fn classify(l: &str, out: &mut Vec<Finding>) -> bool {
         || error_rules(l, out)
         || maxtext_step(l, out)
         || maxtext_eval(l, out)
+        || eval_words(l, out)
         || torchtitan_step(l, out)
         || megatron_iteration(l, out)
         || hf_dict(l, out)
@@ -1164,6 +1219,22 @@ mod tests {
             (e.kind, attr(&e, "tool")),
             ("profile_captured", Some("nsight_systems"))
         );
+    }
+
+    #[test]
+    fn evaluations_told_in_words() {
+        let e = event("Running validation at step 1500 ...");
+        assert_eq!((e.kind, e.step), ("eval_started", Some(1500)));
+        assert_eq!(event("***** Running Evaluation *****").kind, "eval_started");
+        let e = event("validation at step 1500 | val_loss 3.2914 | val_ppl 9.10 | took 93.8s");
+        assert_eq!(
+            (e.kind, e.step, attr(&e, "seconds")),
+            ("eval_finished", Some(1500), Some("93.8"))
+        );
+        // No duration, or not an evaluation: nothing.
+        assert!(one("validation at step 1500 | val_loss 3.2914").is_empty());
+        assert!(one("running the data pipeline took 3s").is_empty());
+        assert!(one("validation took 3 steps").is_empty());
     }
 
     #[test]
