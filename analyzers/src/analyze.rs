@@ -6,7 +6,6 @@
 //! incrementally over a recent window after each committed batch.
 
 mod bucket_means;
-mod job_names;
 mod metric_scan;
 pub mod profiles;
 mod read;
@@ -15,6 +14,7 @@ mod segment_folds;
 mod segment_rows;
 mod serving;
 mod utilization;
+mod workload_names;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -161,7 +161,7 @@ pub async fn analyze_keeping(
         .await
         .map_err(|source| crate::AnalyzeError::Segments { source })?;
     clock.lap("events in memory");
-    let names = job_names::JobNames::read(ctx).await?;
+    let names = workload_names::WorkloadNames::read(ctx).await?;
     // The live analyzer keeps the workloads' progress times per segment: the view
     // `checkpoint_ops` reads those instead of every framework sample of the store.
     if let Some(k) = kept.as_deref_mut()
@@ -270,6 +270,7 @@ pub async fn analyze_keeping(
     let placements = read_placements(ctx, &params).await?;
     let event_pods = read_event_pods(ctx, &params).await?;
     let members = read_members(ctx).await?;
+    let names = names.with_members(&members);
     clock.lap("placements");
     let activity = scanned.activity;
     let saves = read_saves(ctx, &params).await?;
@@ -419,11 +420,16 @@ pub async fn analyze_keeping(
                 .collect();
             pending::detect(&key, &events, cfg, horizon)
         };
+        // (A member's wait is its whole's: a JobSet's child Job, a Slurm job by its id.)
+        let whole =
+            wk.1.as_ref()
+                .and_then(|w| members.get(&(wk.0.clone(), w.clone())));
         for s in waits {
             // A stall of the same workload already accounts for the wait.
             let covered = found.iter().any(|o| {
                 o.key.namespace == key.namespace
-                    && o.key.workload == key.workload
+                    && (o.key.workload == key.workload
+                        || (whole.is_some() && o.key.workload.as_ref() == whole))
                     && matches!(o.kind, SymptomKind::Stall | SymptomKind::Restart)
                     && o.start_ns <= s.end_ns
                     && s.start_ns <= o.end_ns
@@ -558,7 +564,8 @@ pub async fn analyze_keeping(
             .into_iter()
             .collect();
     }
-    // Slurm jobs by the names their users know them by (the analysis ran on their ids).
+    // Workloads by the names their users know them by (the analysis ran on what the
+    // records name: Slurm job ids, a JobSet's child Jobs).
     let mut findings = findings;
     names.name_findings(&mut findings);
     let workloads = names.name_workloads(workloads);

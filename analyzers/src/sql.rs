@@ -62,7 +62,7 @@ pub mod symptoms {
     pub const PLACEMENTS: SqlFile = sql!("symptoms/placements.sql");
     /// The workloads that are members of another (a JobSet's child Jobs).
     pub const MEMBERS: SqlFile = sql!("symptoms/members.sql");
-    /// Slurm jobs' names (`analyze/job_names.rs`).
+    /// Slurm jobs' names (`analyze/workload_names.rs`).
     pub const JOB_NAMES: SqlFile = sql!("symptoms/job_names.sql");
     /// The pods each workload's events name (for the symptoms' `unplaced`).
     pub const EVENT_PODS: SqlFile = sql!("symptoms/event_pods.sql");

@@ -422,3 +422,72 @@ async fn one_checkpoint_told_by_many_sources_is_one_operation() {
         vec![(1, 1), (2, 1)]
     );
 }
+
+/// A JobSet's child Job (`workload_members`) waiting for its pod while the JobSet's run is
+/// stopped: the wait is the JobSet's stall, not a slowdown of a workload of its own, and
+/// the child Job is no workload of the report's (it is the JobSet's).
+#[tokio::test]
+async fn a_jobset_members_wait_is_its_wholes_stall() {
+    let mut log = Log::default();
+    let o = Layer::Orchestrator;
+    let whole = At::workload("ft", "llm").run("r1");
+    let member = At::workload("ft", "llm-slice-0");
+    log.event(
+        0.0,
+        o,
+        "config",
+        &member,
+        None,
+        None,
+        &[
+            ("workload_kind", "Job"),
+            ("owner_kind", "JobSet"),
+            ("owner_name", "llm"),
+        ],
+    );
+    let last = train(&mut log, &whole, 2, 0.0, 1200.0, 2.0, 1);
+    let pod = "llm-slice-0-0-xk2lp";
+    log.event(
+        1210.0,
+        o,
+        "created",
+        &member,
+        None,
+        Some(&format!("Created pod: {pod}")),
+        &[("child_kind", "Pod"), ("child_name", pod)],
+    );
+    for t in [1215.0, 1500.0, 1900.0, 2300.0] {
+        log.event(
+            t,
+            o,
+            "failed_scheduling",
+            &member.clone().pod(pod),
+            Some("FailedScheduling"),
+            Some("0/4 nodes are available: 4 Insufficient google.com/tpu."),
+            &[],
+        );
+    }
+    log.event(
+        2350.0,
+        o,
+        "scheduled",
+        &member.clone().pod(pod).on("node-0"),
+        None,
+        None,
+        &[],
+    );
+    train(&mut log, &whole, 2, 2400.0, 3600.0, 2.0, last + 1);
+    let ctx = log.session().await;
+    let a = analyze(&ctx, &Selection::default(), &DetectorConfig::default())
+        .await
+        .unwrap();
+    let found: Vec<_> = a
+        .findings
+        .iter()
+        .map(|f| (f.symptom.key.workload.clone(), f.symptom.kind))
+        .collect();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].0.as_deref(), Some("llm"), "{found:#?}");
+    let names: Vec<_> = a.workloads.iter().map(|w| w.key.workload.clone()).collect();
+    assert_eq!(names, vec![Some("llm".to_string())]);
+}

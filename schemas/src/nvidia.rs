@@ -140,7 +140,8 @@ pub enum ClockLimit {
     /// Clocks cut for temperature (SW or HW thermal slowdown).
     Thermal,
     /// HW slowdown: clocks halved or more, for temperature, a power brake or power draw;
-    /// the hardware does not say which, and whyslow counts it as thermal.
+    /// the hardware does not say which, and whyslow counts it as thermal unless the HW
+    /// power brake bit is set with it (the brake asserts HW slowdown too).
     Hardware,
 }
 
@@ -238,6 +239,8 @@ impl ThrottleReasons {
     pub const POWER: u64 = bits_of(&[ClockLimit::Power]);
     /// The thermal bits, HW slowdown included (SW/HW thermal, HW slowdown).
     pub const THERMAL: u64 = bits_of(&[ClockLimit::Thermal, ClockLimit::Hardware]);
+    /// The HW power brake bit (`hw_power_brake_slowdown`).
+    pub const HW_POWER_BRAKE: u64 = 0x80;
 
     /// A mask as a gauge reports it: a whole, non-negative number.
     pub fn from_value(value: f64) -> Option<Self> {
@@ -269,9 +272,12 @@ impl ThrottleReasons {
         self.0 & Self::POWER != 0
     }
 
-    /// Whether clocks are cut for temperature (or by HW slowdown).
+    /// Whether clocks are cut for temperature: a thermal bit, or HW slowdown unless the
+    /// HW power brake says it was power (`0x88` is a power brake, not heat).
     pub fn thermal(self) -> bool {
-        self.0 & Self::THERMAL != 0
+        let hardware = bits_of(&[ClockLimit::Hardware]);
+        self.0 & (Self::THERMAL & !hardware) != 0
+            || (self.0 & hardware != 0 && self.0 & Self::HW_POWER_BRAKE == 0)
     }
 
     /// The names of the bits set, comma-separated (`sw_power_cap,hw_slowdown`).
@@ -359,6 +365,10 @@ mod tests {
         assert_eq!(r(0x80).class().0, "power");
         assert_eq!(r(0x8).class().0, "hw_slowdown");
         assert!(r(0x8).thermal() && !r(0x8).power());
+        // HW slowdown asserted by the power brake is power, not heat.
+        assert!(r(0x88).power() && !r(0x88).thermal());
+        assert_eq!(r(0x88).class().0, "power");
+        assert!(r(0x48).thermal() && !r(0x48).power());
         assert_eq!(r(0x1).class().0, "none");
         assert_eq!(r(0x10).class().0, "none", "sync boost is a setting");
     }

@@ -1,27 +1,31 @@
-//! Slurm workloads by their job names. slurmctld and a job's output file name a Slurm job
-//! by its id, sacct by its id and its name (`state/slurm_jobs.sql`). The analysis runs on
-//! ids (a requeued job keeps its id, so its restart is one run's); the workloads and
-//! findings it returns name a Slurm job as its users do, by its name, with the job id as
-//! its run. A job submitted again under its name is then another run of the same
-//! workload, as a Kubernetes Job created again under its name is.
+//! The names users know workloads by. slurmctld and a job's output file name a Slurm job
+//! by its id, sacct by its id and its name (`state/slurm_jobs.sql`); a JobSet's pods name
+//! its child Jobs (`state/workload_members.sql`). The analysis runs on what the records
+//! name (a requeued Slurm job keeps its id, so its restart is one run's); the workloads
+//! and findings it returns name a Slurm job by its name, with the job id as its run, and a
+//! child Job by its JobSet. A Slurm job submitted again under its name is then another
+//! run of the same workload, as a Kubernetes Job created again under its name is.
 
 use std::collections::BTreeMap;
 
 use datafusion::prelude::SessionContext;
 
+use super::second_copies::Members;
 use super::{Finding, Selection, WorkloadExtent};
 use crate::Result;
 use crate::columns::Columns;
 use crate::sql::{self, symptoms as q};
 use crate::symptoms::WorkloadKey;
 
-/// Each named Slurm job's id and name.
+/// Each named Slurm job's id and name, and each member workload's whole.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct JobNames {
+pub struct WorkloadNames {
     by_id: BTreeMap<String, String>,
+    members: Members,
 }
 
-impl JobNames {
+impl WorkloadNames {
+    /// The Slurm jobs' names; the members are added once read ([`Self::with_members`]).
     pub async fn read(ctx: &SessionContext) -> Result<Self> {
         let mut by_id = BTreeMap::new();
         for b in sql::collect(ctx, q::JOB_NAMES, &[]).await? {
@@ -33,21 +37,38 @@ impl JobNames {
                 }
             }
         }
-        Ok(JobNames { by_id })
+        Ok(WorkloadNames {
+            by_id,
+            members: Members::new(),
+        })
+    }
+
+    pub fn with_members(mut self, members: &Members) -> Self {
+        self.members = members.clone();
+        self
     }
 
     /// `key` named as its users name it: a Slurm job's (no namespace, the job id as its
-    /// workload) by its name, with the job id as its run unless a run is named already.
+    /// workload) by its name, with the job id as its run unless a run is named already; a
+    /// member's (a JobSet's child Job) by its whole, with its run.
     pub fn named(&self, key: &WorkloadKey) -> Option<WorkloadKey> {
-        if key.namespace.is_some() {
-            return None;
+        let workload = key.workload.as_deref()?;
+        if key.namespace.is_none()
+            && let Some(name) = self.by_id.get(workload)
+        {
+            return Some(WorkloadKey {
+                namespace: None,
+                workload: Some(name.clone()),
+                run_id: key.run_id.clone().or_else(|| Some(workload.to_string())),
+            });
         }
-        let id = key.workload.as_deref()?;
-        let name = self.by_id.get(id)?;
+        let whole = self
+            .members
+            .get(&(key.namespace.clone(), workload.to_string()))?;
         Some(WorkloadKey {
-            namespace: None,
-            workload: Some(name.clone()),
-            run_id: key.run_id.clone().or_else(|| Some(id.to_string())),
+            namespace: key.namespace.clone(),
+            workload: Some(whole.clone()),
+            run_id: key.run_id.clone(),
         })
     }
 
@@ -67,7 +88,7 @@ impl JobNames {
 
     /// The workloads by name: two jobs of one name are one workload of two runs.
     pub fn name_workloads(&self, workloads: Vec<WorkloadExtent>) -> Vec<WorkloadExtent> {
-        if self.by_id.is_empty() {
+        if self.by_id.is_empty() && self.members.is_empty() {
             return workloads;
         }
         let mut out: Vec<WorkloadExtent> = Vec::with_capacity(workloads.len());
@@ -75,6 +96,7 @@ impl JobNames {
             if let Some(k) = self.named(&w.key) {
                 if w.run_ids.is_empty()
                     && let Some(run) = &k.run_id
+                    && w.key.run_id.is_none()
                 {
                     w.run_ids.push(run.clone());
                 }
@@ -110,12 +132,18 @@ mod tests {
         }
     }
 
-    fn names() -> JobNames {
-        JobNames {
+    fn names() -> WorkloadNames {
+        WorkloadNames {
             by_id: [("482113", "llama3-8b"), ("482200", "llama3-8b")]
                 .into_iter()
                 .map(|(a, b)| (a.to_string(), b.to_string()))
                 .collect(),
+            members: [(
+                (Some("ml".to_string()), "pretrain-slice-0".to_string()),
+                "pretrain".to_string(),
+            )]
+            .into_iter()
+            .collect(),
         }
     }
 
@@ -145,6 +173,11 @@ mod tests {
         // Not a Slurm job: a workload of a namespace, or an id sacct never named.
         assert_eq!(n.named(&key(Some("ml"), "482113", None)), None);
         assert_eq!(n.named(&key(None, "999", None)), None);
+        // A JobSet's child Job is its JobSet, with its own run.
+        assert_eq!(
+            n.named(&key(Some("ml"), "pretrain-slice-0", Some("r1"))),
+            Some(key(Some("ml"), "pretrain", Some("r1")))
+        );
     }
 
     #[test]
