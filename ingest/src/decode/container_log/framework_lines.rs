@@ -886,6 +886,63 @@ fn train_epoch_line(l: &str, out: &mut Vec<Finding>) -> bool {
     true
 }
 
+/// A custom loop's progress line of `|`-separated fields, the first naming the step:
+/// `step     50 | epoch 0 | loss 7.8754 | lr 7.500e-06 | 0.914 s/it | 280.1 img/s/gpu`,
+/// `step 3010 | loss 2.4698 | ppl 7.24 | tokens/s 52697`. Read: the step, and of the
+/// fields of two words (`name value` or `value unit`) the seconds per step (`s/it`,
+/// `s/step`, `sec/step`; `it/s` inverted), the tokens per second (`tokens/s`, `tok/s`)
+/// and the loss. A line with no such field is no progress line.
+fn pipe_step_line(l: &str, out: &mut Vec<Finding>) -> bool {
+    let mut fields = l.split('|');
+    let Some(first) = fields.next() else {
+        return false;
+    };
+    let mut words = first.split_whitespace().rev();
+    let (Some(n), Some(name)) = (words.next(), words.next()) else {
+        return false;
+    };
+    let Ok(step) = n.parse::<i64>() else {
+        return false;
+    };
+    if !name.trim_end_matches(':').eq_ignore_ascii_case("step") {
+        return false;
+    }
+    let before = out.len();
+    let s = Some(step);
+    for field in fields {
+        let mut w = field.split_whitespace();
+        let (Some(a), Some(b), None) = (w.next(), w.next(), w.next()) else {
+            continue;
+        };
+        let seconds = |v: &str| v.trim_end_matches('s').parse::<f64>().ok();
+        let found = match (a.parse::<f64>(), b.parse::<f64>()) {
+            // `0.914 s/it`
+            (Ok(v), Err(_)) => match b {
+                "s/it" | "s/step" | "sec/it" | "sec/step" => Some(("step_time_seconds", v)),
+                "it/s" | "steps/s" if v > 0.0 => Some(("step_time_seconds", 1.0 / v)),
+                "tokens/s" | "tok/s" | "tokens/sec" | "tok/sec" => Some(("tokens_per_second", v)),
+                _ => None,
+            },
+            // `loss 7.8754`, `tokens/s 52697`, `step_time 0.91s`
+            (Err(_), _) => match a.trim_end_matches(':') {
+                "loss" | "train_loss" => b.parse().ok().map(|v| ("train_loss", v)),
+                "tokens/s" | "tok/s" | "tokens/sec" | "tok/sec" | "tps" => {
+                    b.parse().ok().map(|v| ("tokens_per_second", v))
+                }
+                "step_time" | "time/step" | "s/it" | "sec/step" => {
+                    seconds(b).map(|v| ("step_time_seconds", v))
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some((name, v)) = found.filter(|(_, v)| v.is_finite()) {
+            out.push(metric(name, v, source::APP, s));
+        }
+    }
+    out.len() > before
+}
+
 /// DeepSpeed's throughput timer: `epoch=0/micro_step=10/global_step=10,
 /// RunningAvgSamplesPerSec=29.5, CurrSamplesPerSec=30.1, MemAllocated=1.2GB, …`.
 fn deepspeed_throughput(l: &str, out: &mut Vec<Finding>) -> bool {
@@ -1033,6 +1090,7 @@ pub fn classify(l: &str, out: &mut Vec<Finding>) -> bool {
         || megatron_iteration(l, out)
         || hf_dict(l, out)
         || train_epoch_line(l, out)
+        || pipe_step_line(l, out)
         || deepspeed_throughput(l, out)
         || tqdm_bar(l, out)
         || super::engine_lines::vllm_stats(l, out)
@@ -1219,6 +1277,39 @@ mod tests {
             (e.kind, attr(&e, "tool")),
             ("profile_captured", Some("nsight_systems"))
         );
+    }
+
+    #[test]
+    fn a_custom_loops_progress_line_of_fields() {
+        let got = |l: &str| -> Vec<(String, f64, Option<i64>)> {
+            one(l)
+                .into_iter()
+                .filter_map(|f| match f {
+                    Finding::Metric(m) => Some((m.metric, m.value, m.step)),
+                    Finding::Event(_) => None,
+                })
+                .collect()
+        };
+        assert_eq!(
+            got(
+                "step     50 | epoch 0 | loss 7.8754 | lr 7.500e-06 | 0.914 s/it | 280.1 img/s/gpu | grad_norm 1.148"
+            ),
+            vec![
+                ("train_loss".to_string(), 7.8754, Some(50)),
+                ("step_time_seconds".to_string(), 0.914, Some(50)),
+            ]
+        );
+        assert_eq!(
+            got("step 3010 | loss 2.4698 | ppl 7.24 | tokens/s 52697"),
+            vec![
+                ("train_loss".to_string(), 2.4698, Some(3010)),
+                ("tokens_per_second".to_string(), 52697.0, Some(3010)),
+            ]
+        );
+        assert_eq!(got("step: 7 | 2.00 it/s")[0].1, 0.5);
+        // No field it reads, or no step first: nothing.
+        assert!(one("step 12 | epoch 0 | lr 1e-4").is_empty());
+        assert!(one("epoch 1 | loss 0.3 | 0.9 s/it").is_empty());
     }
 
     #[test]
