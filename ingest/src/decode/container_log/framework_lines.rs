@@ -888,7 +888,8 @@ fn train_epoch_line(l: &str, out: &mut Vec<Finding>) -> bool {
 
 /// A custom loop's progress line of `|`-separated fields, the first naming the step:
 /// `step     50 | epoch 0 | loss 7.8754 | lr 7.500e-06 | 0.914 s/it | 280.1 img/s/gpu`,
-/// `step 3010 | loss 2.4698 | ppl 7.24 | tokens/s 52697`. Read: the step, and of the
+/// `step 3010 | loss 2.4698 | ppl 7.24 | tokens/s 52697`, `step 4220/20000 | … |
+/// step_time 1.92s`. Read: the step, and of the
 /// fields of two words (`name value` or `value unit`) the seconds per step (`s/it`,
 /// `s/step`, `sec/step`; `it/s` inverted), the tokens per second (`tokens/s`, `tok/s`)
 /// and the loss. A line with no such field is no progress line.
@@ -901,7 +902,8 @@ fn pipe_step_line(l: &str, out: &mut Vec<Finding>) -> bool {
     let (Some(n), Some(name)) = (words.next(), words.next()) else {
         return false;
     };
-    let Ok(step) = n.parse::<i64>() else {
+    // (`step 4220/20000`: the step of the steps planned.)
+    let Ok(step) = n.split('/').next().unwrap_or(n).parse::<i64>() else {
         return false;
     };
     if !name.trim_end_matches(':').eq_ignore_ascii_case("step") {
@@ -1307,6 +1309,16 @@ mod tests {
             ]
         );
         assert_eq!(got("step: 7 | 2.00 it/s")[0].1, 0.5);
+        assert_eq!(
+            got(
+                "train.py:212 - step 4220/20000 | loss 2.3133 | lr 1.79e-05 | step_time 1.92s | tokens/s 68435"
+            ),
+            vec![
+                ("train_loss".to_string(), 2.3133, Some(4220)),
+                ("step_time_seconds".to_string(), 1.92, Some(4220)),
+                ("tokens_per_second".to_string(), 68435.0, Some(4220)),
+            ]
+        );
         // No field it reads, or no step first: nothing.
         assert!(one("step 12 | epoch 0 | lr 1e-4").is_empty());
         assert!(one("epoch 1 | loss 0.3 | 0.9 s/it").is_empty());
