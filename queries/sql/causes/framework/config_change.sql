@@ -16,7 +16,10 @@
 -- that name where a run writes or who it is (`*_dir`, `*_path`, `*_file`, `*_id`,
 -- `run_name`, `output*`, `logging*`, `hub*`, `resume_from_checkpoint`, the process's rank)
 -- and object reprs (`<... object at 0x...>`) differ between any two starts without
--- changing how fast a step runs: they are not compared.
+-- changing how fast a step runs: they are not compared. Where no earlier start's dump is
+-- in the store but the workload's other pods were reporting progress in the hour before
+-- the dump (a start that began before the data), the new start replaced that run at the
+-- onset: strength 0.6, as for the runs.
 WITH runs AS (
   SELECT namespace, workload, run_id, time, event_id, attrs,
     LAG(event_id) OVER (PARTITION BY namespace, workload ORDER BY time, event_id) AS prev_id
@@ -92,6 +95,21 @@ logged_previous AS (
     AND d.time <= c.time - INTERVAL '5 minutes'
   WHERE c.latest = 1
 ),
+logged_replaced AS (
+  SELECT c.slowdown_id, c.event_id, c.pod, c.time, min(m.pod) AS prev_pod
+  FROM logged_current c
+  JOIN symptoms s ON s.slowdown_id = c.slowdown_id
+  JOIN metrics m ON m.workload = c.workload AND (m.namespace IS NOT DISTINCT FROM c.namespace)
+    AND m.layer = 'framework' AND m.pod IS NOT NULL AND m.pod <> c.pod
+    AND m.time < c.time AND m.time >= c.time - INTERVAL '1 hour'
+  WHERE c.latest = 1 AND c.time >= s.start - INTERVAL '30 minutes'
+    AND s.kind IN ('regression', 'throughput_drop')
+    AND c.slowdown_id NOT IN (SELECT slowdown_id FROM logged_previous)
+    -- (The same bounds as constants, as in `replaced`.)
+    AND m.time >= $first_start - INTERVAL '90 minutes'
+    AND m.time < $last_end + INTERVAL '10 minutes'
+  GROUP BY c.slowdown_id, c.event_id, c.pod, c.time
+),
 logged_changed AS (
   SELECT p.slowdown_id, p.event_id, p.prev_id, p.time, a.k, b.v AS before, a.v AS after
   FROM logged_previous p
@@ -120,6 +138,16 @@ SELECT slowdown_id, 'framework.config_change' AS cause, 'workload' AS scope,
 FROM replaced
 WHERE slowdown_id NOT IN (SELECT slowdown_id FROM changed)
   AND slowdown_id NOT IN (SELECT slowdown_id FROM logged_changed)
+GROUP BY slowdown_id
+UNION ALL
+SELECT slowdown_id, 'framework.config_change' AS cause, 'workload' AS scope,
+  CAST(NULL AS VARCHAR) AS node, CAST(NULL AS VARCHAR) AS device, min(time) AS time,
+  make_array(min(event_id)) AS evidence, 0.6 AS strength,
+  concat('Pod ', min(pod), ' started anew at the onset, replacing ', min(prev_pod),
+    '; the earlier start''s configuration is not in the store to compare') AS summary
+FROM logged_replaced
+WHERE slowdown_id NOT IN (SELECT slowdown_id FROM changed)
+  AND slowdown_id NOT IN (SELECT slowdown_id FROM replaced)
 GROUP BY slowdown_id
 UNION ALL
 SELECT slowdown_id, 'framework.config_change' AS cause, 'workload' AS scope,
