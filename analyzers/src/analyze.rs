@@ -268,7 +268,6 @@ pub async fn analyze_keeping(
     clock.lap("pauses and lifecycle");
     let util = scanned.utilization;
     let placements = read_placements(ctx, &params).await?;
-    let event_pods = read_event_pods(ctx, &params).await?;
     let members = read_members(ctx).await?;
     let names = names.with_members(&members);
     clock.lap("placements");
@@ -473,6 +472,12 @@ pub async fn analyze_keeping(
     let mut rows = Vec::new();
     let mut scope = Vec::new();
     let mut ids = Vec::new();
+    // (Read only where there is a symptom to place: most of a live analyzer's analyses
+    // have none.)
+    let event_pods = match found.is_empty() {
+        true => Vec::new(),
+        false => read_event_pods(ctx, &params).await?,
+    };
     let placed_pods: BTreeSet<(Option<&str>, &str)> = placements
         .iter()
         .filter_map(|p| Some((p.namespace.as_deref(), p.pod.as_deref()?)))

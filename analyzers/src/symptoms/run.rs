@@ -389,6 +389,18 @@ mod tests {
         (t * S, kind.to_string(), seconds)
     }
 
+    /// Progress records at `times` seconds, each its own step.
+    fn progress_at(times: &[i64]) -> Vec<Point> {
+        times
+            .iter()
+            .map(|&t| Point {
+                time_ns: t * S,
+                value: 1.0,
+                step: Some(t),
+            })
+            .collect()
+    }
+
     #[test]
     fn the_time_between_two_jobs_of_a_workload_is_neither_a_stall_nor_pace() {
         // A trainer's log (no run named): steps 0..=300 every 2 s, the Job completes at
@@ -499,14 +511,7 @@ mod tests {
         assert!(twice.evals_ended.is_empty());
         let ended = Marks::from_announcements(vec![ev(900, "eval_finished", None)]);
         assert_eq!(ended.evals_ended, vec![900 * S]);
-        let progress: Vec<Point> = [700, 800, 950]
-            .iter()
-            .map(|&t| Point {
-                time_ns: t * S,
-                value: 1.0,
-                step: Some(t),
-            })
-            .collect();
+        let progress = progress_at(&[700, 800, 950]);
         let pauses = with_ended_evals(&ended.evals, &ended.evals_ended, &progress);
         assert_eq!(pauses.intervals(), &[(800 * S, 900 * S)]);
         // A save told with its duration pauses from its start.
@@ -534,14 +539,7 @@ mod tests {
             ev(150, "run_started", None),
         ]);
         assert_eq!(m.evals_started, vec![200 * S]);
-        let progress: Vec<Point> = [180, 190, 300, 310]
-            .iter()
-            .map(|&t| Point {
-                time_ns: t * S,
-                value: 1.0,
-                step: Some(t),
-            })
-            .collect();
+        let progress = progress_at(&[180, 190, 300, 310]);
         let pauses = with_started(&m.evals, &m.evals_started, &progress);
         assert_eq!(pauses.intervals(), &[(200 * S, 290 * S)]);
     }
