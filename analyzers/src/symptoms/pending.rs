@@ -227,6 +227,7 @@ pub fn detect(
             end_ns,
             ongoing,
             own_start: None,
+            to_ready: false,
         })
         .collect();
     symptoms_of(key, &ws, SymptomKind::Pending, cfg)
@@ -263,6 +264,7 @@ pub fn detect_shortfalls(
             // Pods that started inside the wait, and when each stopped failing readiness.
             let mut end = end_ns;
             let mut own_start = None;
+            let mut to_ready = false;
             let in_wait =
                 |e: &&Lifecycle| e.pod.is_some() && e.time_ns >= start_ns && e.time_ns <= end_ns;
             let mut started: Vec<&Lifecycle> = events
@@ -298,10 +300,13 @@ pub fn detect_shortfalls(
                             .filter(after_start)
                             .filter(|e| e.kind == "not_ready")
                             .max_by_key(|e| e.time_ns)
-                    })
-                    .map_or(st.time_ns, |e| e.time_ns);
-                end = end.max(ready);
-                own_start = Some(secs(ready - st.time_ns));
+                    });
+                // (With nothing telling its readiness, its own start time is unknown.)
+                if let Some(r) = ready {
+                    to_ready = true;
+                    own_start = Some(secs(r.time_ns - st.time_ns));
+                }
+                end = end.max(ready.map_or(st.time_ns, |e| e.time_ns));
             }
             let loss = events
                 .iter()
@@ -318,6 +323,7 @@ pub fn detect_shortfalls(
                 end_ns: if ongoing { end_ns } else { end },
                 ongoing,
                 own_start,
+                to_ready,
             }
         })
         .collect();
@@ -330,10 +336,14 @@ struct Wait {
     end_ns: i64,
     ongoing: bool,
     own_start: Option<f64>,
+    /// Whether it was measured to its replica's readiness (its Ready condition, its last
+    /// failed readiness probe), not to its container's start: waits compare like with
+    /// like.
+    to_ready: bool,
 }
 
 /// The symptoms of a workload's waits: each beyond the normal start (the shortest other
-/// complete wait, else the wait's own replica start, else nothing).
+/// complete wait measured the same way, else the wait's own replica start, else nothing).
 fn symptoms_of(
     key: &WorkloadKey,
     ws: &[Wait],
@@ -345,7 +355,7 @@ fn symptoms_of(
         let normal = ws
             .iter()
             .enumerate()
-            .filter(|(j, o)| *j != i && !o.ongoing)
+            .filter(|(j, o)| *j != i && !o.ongoing && o.to_ready == w.to_ready)
             .map(|(_, o)| secs(o.end_ns - o.start_ns))
             .fold(f64::INFINITY, f64::min);
         let (normal, known) = match (normal.is_finite(), w.own_start) {
@@ -705,6 +715,31 @@ mod tests {
         assert_eq!((found[0].start_ns, found[0].end_ns), (1000 * S, 1212 * S));
         assert_eq!(found[0].baseline, Some(63.0));
         assert!((found[0].lost_seconds - 149.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_wait_known_only_to_its_containers_start_is_no_normal_for_one_to_readiness() {
+        // Three scale-ups whose replicas were Ready 69 s after their request, and a
+        // drained replica's replacement whose readiness nothing told (3 s to its
+        // container's start): the 69 s starts are each other's normal, not the 3 s.
+        let mut events = Vec::new();
+        for (t, p) in [(0, "a"), (1000, "b"), (2000, "c")] {
+            events.push(pod_ev(t, "created", p));
+            events.push(pod_ev(t, "scheduled", p));
+            events.push(pod_ev(t + 3, "container_started", p));
+            events.push(pod_ev(t + 69, "pod_ready", p));
+        }
+        events.push(pod_ev(3000, "created", "d"));
+        events.push(pod_ev(3001, "scheduled", "d"));
+        events.push(pod_ev(3003, "container_started", "d"));
+        events.sort_by_key(|e| e.time_ns);
+        let found = detect_shortfalls(
+            &WorkloadKey::default(),
+            &events,
+            &DetectorConfig::default(),
+            4000 * S,
+        );
+        assert!(found.is_empty(), "{found:?}");
     }
 
     #[test]

@@ -490,6 +490,15 @@ impl ContainerLogDecoder {
                 .iter()
                 .find_map(|k| labels.get(*k).cloned())
                 .or(who.workload);
+            // A ReplicaSet's pod (`<deployment>-<template hash>-<five>`) with its
+            // `pod-template-hash` label names its Deployment exactly: more surely than
+            // an application label (`app.kubernetes.io/name` names the application, such
+            // as `text-generation-inference`, not its Deployment).
+            if let (Some(pod), Some(hash)) = (who.pod.as_deref(), labels.get("pod-template-hash"))
+                && let Some(deployment) = pod_names::deployment_of(pod, hash)
+            {
+                who.workload = Some(Cow::Owned(deployment.to_string()));
+            }
             who.pod_index = pod_names::INDEX_LABELS
                 .iter()
                 .find_map(|k| labels.get(*k)?.parse().ok());

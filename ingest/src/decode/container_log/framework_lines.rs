@@ -539,6 +539,8 @@ pub fn exception_event(exc_type: &str, message: &str) -> EventFinding {
         ("nccl_error", source::PYTORCH)
     } else if exc_type.ends_with("ChildFailedError") {
         ("run_failed", source::PYTORCH)
+    } else if storage_errno(message).is_some() {
+        ("storage_error", source::APP)
     } else {
         let src = if exc_type.starts_with("torch") {
             source::PYTORCH
@@ -583,6 +585,20 @@ fn is_nccl_error(l: &str) -> bool {
         || l.contains("ncclInvalidUsage")
 }
 
+/// A file system failing its reader, by the errno's text as the C library and Python
+/// print it: `Input/output error` (EIO: what a FUSE mount such as gcsfuse, an NFS or a
+/// failing disk returns, `ReadFile: input/output error, …`, `OSError: [Errno 5]
+/// Input/output error`) and `Stale file handle` (ESTALE, NFS).
+fn storage_errno(l: &str) -> Option<&'static str> {
+    if l.contains("nput/output error") {
+        Some("EIO")
+    } else if l.contains("Stale file handle") || l.contains("stale file handle") {
+        Some("ESTALE")
+    } else {
+        None
+    }
+}
+
 fn error_rules(l: &str, out: &mut Vec<Finding>) -> bool {
     if l.contains("CUDA out of memory") {
         let mut e = EventFinding::new("cuda_oom", Severity::Error, source::PYTORCH);
@@ -607,6 +623,12 @@ fn error_rules(l: &str, out: &mut Vec<Finding>) -> bool {
         e.rank = rank_in_message(l);
         e.reason = after(l, "NCCL error").map(|_| "NCCL error".to_string());
         out.push(Finding::Event(e));
+        return true;
+    }
+    if let Some(errno) = storage_errno(l) {
+        out.push(Finding::Event(
+            EventFinding::new("storage_error", Severity::Error, source::APP).attr("errno", errno),
+        ));
         return true;
     }
     if let Some(rest) = after(l, "ChildFailedError") {
@@ -1322,6 +1344,17 @@ mod tests {
         // No field it reads, or no step first: nothing.
         assert!(one("step 12 | epoch 0 | lr 1e-4").is_empty());
         assert!(one("epoch 1 | loss 0.3 | 0.9 s/it").is_empty());
+    }
+
+    #[test]
+    fn a_file_system_failing_its_reader() {
+        let e = event(
+            "ReadFile: input/output error, fh.reader.ReadAt: readFull: Error in reading object in22k/train/shard-13387.tar: googleapi: Error 503: We encountered an internal error. Please try again., backendError",
+        );
+        assert_eq!((e.kind, attr(&e, "errno")), ("storage_error", Some("EIO")));
+        let e = exception_event("OSError", "[Errno 116] Stale file handle");
+        assert_eq!(e.kind, "storage_error");
+        assert!(one("input and output errors were logged to stderr").is_empty());
     }
 
     #[test]

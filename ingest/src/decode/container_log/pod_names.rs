@@ -104,6 +104,14 @@ pub const WORKLOAD_LABELS: [&str; 6] = [
     "app",
 ];
 
+/// The Deployment of a ReplicaSet's pod: `pod` is `<deployment>-<hash>-<five>` where
+/// `hash` is its `pod-template-hash` label.
+pub fn deployment_of<'p>(pod: &'p str, hash: &str) -> Option<&'p str> {
+    let (owner, _) = pod.rsplit_once('-')?;
+    let deployment = owner.strip_suffix(hash)?.strip_suffix('-')?;
+    (!deployment.is_empty() && !hash.is_empty()).then_some(deployment)
+}
+
 /// Pod labels that carry the pod's index within its workload.
 pub const INDEX_LABELS: [&str; 3] = [
     "batch.kubernetes.io/job-completion-index",
@@ -114,6 +122,19 @@ pub const INDEX_LABELS: [&str; 3] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replicaset_pod_names_its_deployment_by_its_template_hash() {
+        assert_eq!(
+            deployment_of("tgi-mistral-7b-rt2q5cghxc-w4rn6", "rt2q5cghxc"),
+            Some("tgi-mistral-7b")
+        );
+        assert_eq!(
+            deployment_of("tgi-mistral-7b-rt2q5cghxc-w4rn6", "other"),
+            None
+        );
+        assert_eq!(deployment_of("rt2q5cghxc-w4rn6", "rt2q5cghxc"), None);
+    }
 
     #[test]
     fn slurm_output_files_name_their_job() {
