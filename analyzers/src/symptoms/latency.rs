@@ -61,6 +61,9 @@ const MIN_LOAD_SPREAD: f64 = 0.15;
 const MAX_FIT_POINTS: usize = 300;
 /// The floor of the noise (in ln): no series is quieter than 2%.
 const MIN_NOISE: f64 = 0.02;
+/// The buckets a load's level is read over where the plain level asks whether the load
+/// stayed level (a quarter of an hour of one-minute buckets).
+const LOAD_LEVEL: usize = 15;
 /// The points each point's smoothed residual is the median of.
 const SMOOTH: usize = 5;
 /// The standard deviation of the median of [`SMOOTH`] normal samples, in theirs
@@ -248,6 +251,47 @@ pub(super) fn sustained(
     groups
 }
 
+/// The plain level of a latency series (in ln) where it is not its median, against which
+/// the first pass finds where it stood out. Where the load stayed level (the 10th to 90th
+/// percentile of its level over [`LOAD_LEVEL`] buckets within [`MIN_LOAD_SPREAD`]),
+/// nothing the load did explains a lasting step, and a step that lasted past half the
+/// window would be the median itself (a rollout to a slower configuration, at the same
+/// traffic): there, the series' first level segment (as the pace regressions read their
+/// reference level), where it lies below the median by more than the relative floor.
+fn plain_level(pts: &[(i64, f64, Option<f64>)], cfg: &DetectorConfig) -> Option<f64> {
+    let xs: Vec<f64> = pts.iter().map(|(_, x, _)| *x).collect();
+    let mid = median(&xs)?;
+    // (The load's own level over a quarter of an hour: a minute's rate of a few requests
+    // per replica is noisy, a daily cycle or a surge moves it still.)
+    let raw: Vec<f64> = pts.iter().filter_map(|(_, _, z)| *z).collect();
+    let mut zs: Vec<f64> = (0..raw.len())
+        .filter_map(|i| {
+            let (lo, hi) = (
+                i.saturating_sub(LOAD_LEVEL / 2),
+                (i + LOAD_LEVEL / 2 + 1).min(raw.len()),
+            );
+            median(&raw[lo..hi])
+        })
+        .collect();
+    zs.sort_by(f64::total_cmp);
+    if zs.len() < MIN_FIT || quantile(&zs, 0.9) - quantile(&zs, 0.1) >= MIN_LOAD_SPREAD {
+        return None;
+    }
+    let latencies: Vec<Point> = pts
+        .iter()
+        .map(|&(time_ns, x, _)| Point {
+            time_ns,
+            step: None,
+            value: x.exp(),
+        })
+        .collect();
+    let floor = (1.0 + cfg.latency_min_rel).ln();
+    super::regression::reference(&latencies, cfg, cfg.latency_min_rel)
+        .filter(|r| *r > 0.0)
+        .map(f64::ln)
+        .filter(|r| *r < mid - floor)
+}
+
 /// The regressions of one latency series, `latency` and `load` one point per bucket of
 /// `bucket_ns` (`load` may miss buckets or be empty).
 fn runs(
@@ -275,12 +319,16 @@ fn runs(
     // fitted away from those times (an incident that coincides with a busier hour would
     // otherwise teach the fit that load costs that much), and the excess read again.
     let xs: Vec<f64> = pts.iter().map(|(_, x, _)| *x).collect();
+    let plain = plain_level(&pts, cfg);
     let level = Fit {
-        a: median(&xs).unwrap_or(0.0),
+        a: plain.or_else(|| median(&xs)).unwrap_or(0.0),
         b: 0.0,
         typical_z: 0.0,
     };
-    let Some((first, _)) = excess(&pts, &level, None, bucket_ns, cfg) else {
+    // (Measured from the points at the plain level, where it is not the median.)
+    let near = (1.0 + cfg.latency_min_rel).ln();
+    let at_plain: Option<Vec<bool>> = plain.map(|a| xs.iter().map(|x| x - a <= near).collect());
+    let Some((first, _)) = excess(&pts, &level, at_plain.as_deref(), bucket_ns, cfg) else {
         return Vec::new();
     };
     let mut quiet = vec![true; pts.len()];
@@ -504,6 +552,30 @@ mod tests {
         assert_eq!(f.lost_seconds, 1800.0);
         let ratio = f.observed.unwrap() / f.baseline.unwrap();
         assert!((1.6..2.0).contains(&ratio), "{ratio}");
+    }
+
+    #[test]
+    fn a_step_at_the_same_load_lasting_most_of_the_window_is_a_regression() {
+        // Steady load with noise; from minute 80 of 190 every request takes 1.7 times as
+        // long and stays so (a rollout to a slower configuration): the slow level is
+        // most of the window, so its median, but not the plain level.
+        let steady = |i: i64| 0.8 * (1.0 + 0.3 * wobble(i));
+        let s = series(190, steady, |i, _| {
+            let slow = if i >= 80 { 1.7 } else { 1.0 };
+            slow * 9.0 * (1.0 + 0.05 * wobble(i + 3))
+        });
+        let found = run(&s, 190);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].start_ns, 80 * M);
+        assert!(found[0].ongoing);
+        // A step that lasts less than half the window was found already, the same way.
+        let s = series(190, steady, |i, _| {
+            let slow = if (80..150).contains(&i) { 1.7 } else { 1.0 };
+            slow * 9.0 * (1.0 + 0.05 * wobble(i + 3))
+        });
+        let found = run(&s, 190);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!((found[0].start_ns, found[0].end_ns), (80 * M, 150 * M));
     }
 
     #[test]
