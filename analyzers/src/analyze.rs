@@ -161,7 +161,6 @@ pub async fn analyze_keeping(
         .await
         .map_err(|source| crate::AnalyzeError::Segments { source })?;
     clock.lap("events in memory");
-    let names = workload_names::WorkloadNames::read(ctx).await?;
     // The live analyzer keeps the workloads' progress times per segment: the view
     // `checkpoint_ops` reads those instead of every framework sample of the store.
     if let Some(k) = kept.as_deref_mut()
@@ -269,7 +268,7 @@ pub async fn analyze_keeping(
     let util = scanned.utilization;
     let placements = read_placements(ctx, &params).await?;
     let members = read_members(ctx).await?;
-    let names = names.with_members(&members);
+    let names = workload_names::WorkloadNames::new(&members);
     clock.lap("placements");
     let activity = scanned.activity;
     let saves = read_saves(ctx, &params).await?;

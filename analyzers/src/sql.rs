@@ -62,8 +62,6 @@ pub mod symptoms {
     pub const PLACEMENTS: SqlFile = sql!("symptoms/placements.sql");
     /// The workloads that are members of another (a JobSet's child Jobs).
     pub const MEMBERS: SqlFile = sql!("symptoms/members.sql");
-    /// Slurm jobs' names (`analyze/workload_names.rs`).
-    pub const JOB_NAMES: SqlFile = sql!("symptoms/job_names.sql");
     /// The pods each workload's events name (for the symptoms' `unplaced`).
     pub const EVENT_PODS: SqlFile = sql!("symptoms/event_pods.sql");
     pub const SAVE_CADENCE: SqlFile = sql!("symptoms/save_cadence.sql");
@@ -491,7 +489,6 @@ mod tests {
             EXTENT,
             PLACEMENTS,
             MEMBERS,
-            JOB_NAMES,
             EVENT_PODS,
             SAVE_CADENCE,
             PROFILES,

@@ -8,13 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use datafusion::prelude::SessionContext;
-
 use super::second_copies::Members;
 use super::{Finding, Selection, WorkloadExtent};
-use crate::Result;
-use crate::columns::Columns;
-use crate::sql::{self, symptoms as q};
 use crate::symptoms::WorkloadKey;
 
 /// Each named Slurm job's id and name, and each member workload's whole.
@@ -25,27 +20,19 @@ pub struct WorkloadNames {
 }
 
 impl WorkloadNames {
-    /// The Slurm jobs' names; the members are added once read ([`Self::with_members`]).
-    pub async fn read(ctx: &SessionContext) -> Result<Self> {
-        let mut by_id = BTreeMap::new();
-        for b in sql::collect(ctx, q::JOB_NAMES, &[]).await? {
-            let c = Columns::new(&b, q::JOB_NAMES.path);
-            let (ids, names) = (c.strings("job_id")?, c.strings("job_name")?);
-            for (id, name) in ids.into_iter().zip(names) {
-                if let (Some(id), Some(name)) = (id, name) {
-                    by_id.insert(id, name);
-                }
-            }
-        }
-        Ok(WorkloadNames {
+    /// From the workloads' members (`workload_members`): a Slurm job told by its id is
+    /// the member of no namespace (`state/slurm_jobs.sql`: sacct's JobName), a JobSet's
+    /// child Job one of its namespace.
+    pub fn new(members: &Members) -> Self {
+        let by_id = members
+            .iter()
+            .filter(|((ns, _), _)| ns.is_none())
+            .map(|((_, id), name)| (id.clone(), name.clone()))
+            .collect();
+        WorkloadNames {
             by_id,
-            members: Members::new(),
-        })
-    }
-
-    pub fn with_members(mut self, members: &Members) -> Self {
-        self.members = members.clone();
-        self
+            members: members.clone(),
+        }
     }
 
     /// `key` named as its users name it: a Slurm job's (no namespace, the job id as its

@@ -258,9 +258,8 @@ pub(super) fn sustained(
 /// window would be the median itself (a rollout to a slower configuration, at the same
 /// traffic): there, the series' first level segment (as the pace regressions read their
 /// reference level), where it lies below the median by more than the relative floor.
-fn plain_level(pts: &[(i64, f64, Option<f64>)], cfg: &DetectorConfig) -> Option<f64> {
-    let xs: Vec<f64> = pts.iter().map(|(_, x, _)| *x).collect();
-    let mid = median(&xs)?;
+fn plain_level(pts: &[(i64, f64, Option<f64>)], xs: &[f64], cfg: &DetectorConfig) -> Option<f64> {
+    let mid = median(xs)?;
     // (The load's own level over a quarter of an hour: a minute's rate of a few requests
     // per replica is noisy, a daily cycle or a surge moves it still.)
     let raw: Vec<f64> = pts.iter().filter_map(|(_, _, z)| *z).collect();
@@ -319,7 +318,7 @@ fn runs(
     // fitted away from those times (an incident that coincides with a busier hour would
     // otherwise teach the fit that load costs that much), and the excess read again.
     let xs: Vec<f64> = pts.iter().map(|(_, x, _)| *x).collect();
-    let plain = plain_level(&pts, cfg);
+    let plain = plain_level(&pts, &xs, cfg);
     let level = Fit {
         a: plain.or_else(|| median(&xs)).unwrap_or(0.0),
         b: 0.0,
