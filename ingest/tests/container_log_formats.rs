@@ -265,6 +265,46 @@ fn a_hugging_face_arguments_dump_gives_one_event_per_parameter() {
 }
 
 #[test]
+fn a_serving_launchers_args_dump_gives_one_event_per_field() {
+    // TGI 2.x's `{:#?}` dump, one field per line (a nested value over three), then TGI
+    // 1.x's `{:?}` dump on one line; the lines after each are read as any.
+    let text = r#"2026-11-29T10:00:01.000000000Z stdout F 2026-11-29T10:00:01.123456Z  INFO text_generation_launcher: Args {
+2026-11-29T10:00:01.000000000Z stdout F     model_id: "mistralai/Mistral-7B-Instruct-v0.3",
+2026-11-29T10:00:01.000000000Z stdout F     quantize: Some(
+2026-11-29T10:00:01.000000000Z stdout F         BitsandbytesNf4,
+2026-11-29T10:00:01.000000000Z stdout F     ),
+2026-11-29T10:00:01.000000000Z stdout F     max_batch_size: None,
+2026-11-29T10:00:01.000000000Z stdout F }
+2026-11-29T10:00:02.000000000Z stdout F 2026-11-29T10:00:02.000000Z  INFO text_generation_launcher: Starting download process.
+2026-11-29T11:00:01.000000000Z stdout F 2026-11-29T11:00:01.000000Z  INFO text_generation_launcher: Args { model_id: "mistralai/Mistral-7B-Instruct-v0.3", quantize: None, max_batch_size: None }
+"#;
+    let d = decode(&lines(text), &pod_hints(), false);
+    let params: Vec<(&str, Option<&str>, Option<&str>)> = d
+        .events
+        .iter()
+        .map(|e| (&e.time[11..19], e.get("param"), e.get("value")))
+        .collect();
+    let model = Some("\"mistralai/Mistral-7B-Instruct-v0.3\"");
+    assert_eq!(
+        params,
+        [
+            ("10:00:01", Some("model_id"), model),
+            ("10:00:01", Some("quantize"), Some("Some(BitsandbytesNf4)")),
+            ("10:00:01", Some("max_batch_size"), Some("None")),
+            ("11:00:01", Some("model_id"), model),
+            ("11:00:01", Some("quantize"), Some("None")),
+            ("11:00:01", Some("max_batch_size"), Some("None")),
+        ]
+    );
+    assert!(
+        d.events
+            .iter()
+            .all(|e| e.name == "config_param" && e.source == "tgi")
+    );
+    assert_eq!(d.counts.rejected, 0);
+}
+
+#[test]
 fn cri_partial_lines_join_their_full_line() {
     let text = "2026-11-29T10:15:02.000000001Z stdout P completed step: 7, seconds: 5.6\n\
                 2026-11-29T10:15:02.000000002Z stdout P 68, TFLOP/s/device: 134.9, Tokens/s/device: 8671.9\n\

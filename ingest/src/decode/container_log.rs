@@ -16,6 +16,7 @@ mod engine_lines;
 mod framework_lines;
 mod pod_names;
 mod request_lines;
+mod rust_args;
 mod traceback;
 
 use std::borrow::Cow;
@@ -211,6 +212,8 @@ struct StreamState {
     nsys_listing: bool,
     /// Reading the `name=value,` lines of a Hugging Face `TrainingArguments` dump.
     training_args: bool,
+    /// Reading the `name: value,` lines of a Rust server's `Args {` dump.
+    server_args: Option<rust_args::OpenArgs>,
 }
 
 /// Per-container entries a stream's decoder remembers at most (see
@@ -609,8 +612,30 @@ impl ContainerLogDecoder {
                 _ => state.training_args = false,
             }
         }
+        if let Some(open) = state.server_args.as_mut() {
+            match open.feed(text) {
+                rust_args::Step::Param(Finding::Event(e)) => {
+                    if let Some(t) = when {
+                        let message = config_lines::message(&e);
+                        wrote |= self.emit_event(&e, &message, t, line_rank, &who, hints, out);
+                    }
+                    return wrote;
+                }
+                rust_args::Step::Param(_) | rust_args::Step::Inside => return wrote,
+                rust_args::Step::Closed => {
+                    state.server_args = None;
+                    return wrote;
+                }
+                // Cut short: the line is read as any.
+                rust_args::Step::Outside => state.server_args = None,
+            }
+        }
         if config_lines::hf_args_opened(text) {
             state.training_args = true;
+            return wrote;
+        }
+        if let Some(open) = rust_args::OpenArgs::opened(text) {
+            state.server_args = Some(open);
             return wrote;
         }
         if text.trim_end() == traceback::HEADER {

@@ -2,9 +2,10 @@
 -- sources report it: one row per report, with the operation it belongs to. A report that
 -- says how long it took (`seconds`) is logged when the operation ends, so every report is
 -- dated at its start (`began_ns`); reports of one workload and kind that began within 10
--- seconds of the previous one, at the same step where both name one, are one operation
--- (`op`, numbered per workload and kind in time order). A restore told as it starts
--- (`Loading model from …`) and again as training goes on (`Continuing training from
+-- seconds of the previous one's start or of the latest end before it (Orbax's timed
+-- account of a save, then MaxText's `Saved a checkpoint` once it is made), at the same
+-- step where both name one, are one operation (`op`, numbered per workload and kind in
+-- time order). A restore told as it starts (`Loading model from …`) and again as training goes on (`Continuing training from
 -- global step N`) is one operation too: restore reports at the same step within an hour
 -- with no progress of the workload between them.
 -- `op_began_ns`, `op_step` and `op_seconds` are the operation's start, step and time: the
@@ -33,7 +34,9 @@ previous AS (
     lag(began_ns) OVER (PARTITION BY namespace, workload, kind ORDER BY began_ns, event_id)
       AS prev_began_ns,
     lag(step) OVER (PARTITION BY namespace, workload, kind ORDER BY began_ns, event_id)
-      AS prev_step
+      AS prev_step,
+    max(epoch_ns(time)) OVER (PARTITION BY namespace, workload, kind ORDER BY began_ns, event_id
+                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end_ns
   FROM reports
 ),
 progressed AS (
@@ -46,7 +49,7 @@ progressed AS (
 marked AS (
   SELECT r.*,
     CASE WHEN r.prev_began_ns IS NULL THEN 1
-      WHEN r.began_ns - r.prev_began_ns <= 10000000000
+      WHEN least(r.began_ns - r.prev_began_ns, r.began_ns - r.prev_end_ns) <= 10000000000
         AND (r.step IS NULL OR r.prev_step IS NULL OR r.step = r.prev_step) THEN 0
       WHEN r.kind = 'checkpoint_restored' AND r.step = r.prev_step
         AND r.began_ns - r.prev_began_ns < 3600000000000 AND coalesce(g.n, 0) = 0 THEN 0

@@ -21,7 +21,7 @@ const HF_ARGS: &str = "TrainingArguments(";
 /// Values longer than this are cut (a parameter's value is evidence, not a payload).
 const MAX_VALUE: usize = 512;
 
-fn param(source: &'static str, name: &str, value: &str) -> Finding {
+pub(super) fn param(source: &'static str, name: &str, value: &str) -> Finding {
     let value = value.trim();
     let value = &value[..value.floor_char_boundary(MAX_VALUE)];
     Finding::Event(
@@ -38,7 +38,7 @@ pub fn message(e: &EventFinding) -> String {
 }
 
 /// A parameter name: a Python identifier (dotted for nested keys).
-fn is_name(s: &str) -> bool {
+pub(super) fn is_name(s: &str) -> bool {
     !s.is_empty()
         && s.chars()
             .next()
@@ -129,9 +129,95 @@ fn hf_in_one_message(l: &str, out: &mut Vec<Finding>) -> bool {
     out.len() > before
 }
 
+/// Whether `c` opens a nested value in a dumped structure (`Some(`, `[`, `{`).
+pub(super) fn opens(c: char) -> bool {
+    matches!(c, '(' | '[' | '{')
+}
+
+/// Whether `c` closes one.
+pub(super) fn closes(c: char) -> bool {
+    matches!(c, ')' | ']' | '}')
+}
+
+/// The fields of a dumped structure's body (`a: 1, b: Some("x, y"), c: []`, `a=1,
+/// b='x, y'`), split at the commas outside quotes and nested values.
+pub(super) fn fields(body: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut quote, mut escaped, mut from) = (0usize, None, false, 0);
+    for (i, c) in body.char_indices() {
+        if let Some(q) = quote {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                c if c == q => quote = None,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' | '\'' => quote = Some(c),
+            c if opens(c) => depth += 1,
+            c if closes(c) => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                out.push(&body[from..i]);
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&body[from..]);
+    out
+}
+
+/// A Python server's arguments as it logs them at start-up: the `argparse.Namespace`
+/// repr (vLLM's `api_server.py:586] args: Namespace(model='…', max_num_seqs=48, …)`)
+/// or the dict of the ones that differ from the defaults (later vLLM's `non-default
+/// args: {'model': '…', 'max_num_seqs': 48}`). A serving rollout to another configuration
+/// is told by these where no SDK says it.
+fn python_args(l: &str, out: &mut Vec<Finding>) -> bool {
+    let source = if l.contains("vllm") || l.contains("api_server.py") || l.contains("cli_args.py") {
+        source::VLLM
+    } else {
+        source::APP
+    };
+    let before = out.len();
+    if let Some(body) =
+        after_first(l, "args: Namespace(").and_then(|b| b.trim_end().strip_suffix(')'))
+    {
+        for f in fields(body) {
+            if let Some((name, value)) = f.trim().split_once('=')
+                && is_name(name)
+            {
+                out.push(param(source, name, value));
+            }
+        }
+    } else if let Some(body) =
+        after_first(l, "non-default args: {").and_then(|b| b.trim_end().strip_suffix('}'))
+    {
+        for f in fields(body) {
+            if let Some((name, value)) = f.trim().split_once(": ")
+                && let Some(name) = name.strip_prefix('\'').and_then(|n| n.strip_suffix('\''))
+                && is_name(name)
+            {
+                out.push(param(source, name, value));
+            }
+        }
+    }
+    out.len() > before
+}
+
+/// What follows the first `pat` in `l`.
+fn after_first<'a>(l: &'a str, pat: &str) -> Option<&'a str> {
+    l.find(pat).map(|i| &l[i + pat.len()..])
+}
+
 /// Reads one line of a configuration dump into `out`; returns whether it was one.
 pub fn config_dump(l: &str, out: &mut Vec<Finding>) -> bool {
-    deepspeed(l, out) || maxtext(l, out) || hf_in_one_message(l, out)
+    deepspeed(l, out)
+        || maxtext(l, out)
+        || hf_in_one_message(l, out)
+        || super::rust_args::in_one_line(l, out)
+        || python_args(l, out)
 }
 
 #[cfg(test)]
@@ -223,5 +309,43 @@ mod tests {
             assert!(params(l).is_empty(), "{l}");
         }
         assert_eq!(hf_arg("this is not = a parameter"), None);
+    }
+
+    /// vLLM's two start-up dumps of its arguments: V0's `Namespace` repr and the later
+    /// dict of non-default arguments; values keep their quotes, nested values whole.
+    #[test]
+    fn a_serving_engines_arguments() {
+        let v0 = "INFO 12-14 13:08:06 api_server.py:586] args: Namespace(subparser='serve', \
+                  host=None, port=8000, allowed_origins=['*', 'a,b'], model='/models/Llama-3.1-70B', \
+                  tensor_parallel_size=4, max_num_seqs=48, served_model_name=['llama'])";
+        assert_eq!(
+            params(v0),
+            [
+                p("subparser", "'serve'", source::VLLM),
+                p("host", "None", source::VLLM),
+                p("port", "8000", source::VLLM),
+                p("allowed_origins", "['*', 'a,b']", source::VLLM),
+                p("model", "'/models/Llama-3.1-70B'", source::VLLM),
+                p("tensor_parallel_size", "4", source::VLLM),
+                p("max_num_seqs", "48", source::VLLM),
+                p("served_model_name", "['llama']", source::VLLM),
+            ]
+        );
+        let v1 = "INFO 06-10 09:00:01 [cli_args.py:325] non-default args: {'model': \
+                  'Qwen/Qwen3-8B', 'max_num_seqs': 64, 'compilation_config': {'level': 3}}";
+        assert_eq!(
+            params(v1),
+            [
+                p("model", "'Qwen/Qwen3-8B'", source::VLLM),
+                p("max_num_seqs", "64", source::VLLM),
+                p("compilation_config", "{'level': 3}", source::VLLM),
+            ]
+        );
+        // An application's own `Namespace` dump is read too, as the application's.
+        assert_eq!(
+            params("args: Namespace(lr=0.1)"),
+            [p("lr", "0.1", source::APP)]
+        );
+        assert!(params("args: Namespace(cut short").is_empty());
     }
 }

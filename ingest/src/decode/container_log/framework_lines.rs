@@ -13,6 +13,8 @@ pub mod source {
     pub const JAX: &str = "jax";
     pub const MAXTEXT: &str = "maxtext";
     pub const TORCHTITAN: &str = "torchtitan";
+    /// Google's Orbax checkpointing library (JAX; MaxText and others save through it).
+    pub const ORBAX: &str = "orbax";
     /// NVIDIA Megatron-LM (and the frameworks built on its training loop).
     pub const MEGATRON: &str = "megatron";
     /// The XLA/TSL profiler session that JAX and TensorFlow run (its traces open in
@@ -232,7 +234,60 @@ fn checkpoint(
     Finding::Event(e.attr_opt("step", step))
 }
 
+/// Orbax's own account of a checkpoint operation (`event_tracking.py`), one line per
+/// process: `[process=0] [sync] Started save checkpoint @ <path>.` as it starts; `Finished
+/// blocking save in 28.04 seconds. Continuing save @ <path>.` when training may go on (an
+/// async save's background part does not hold it); for a sync operation `Finished save in
+/// 28.14 seconds @ <path>` at its end. Each timed line carries its `seconds`, so each is
+/// dated at the operation's start. An async operation's whole time (`Finished save
+/// (blocking + background) in …`) is not training's and is not read. Loads are restores.
+fn orbax_operation(l: &str, out: &mut Vec<Finding>) -> bool {
+    if !l.contains("[process=") {
+        return false;
+    }
+    let kind = |op: &str| match op {
+        "save" => Some("checkpoint_saved"),
+        "load" => Some("checkpoint_restored"),
+        _ => None,
+    };
+    let push = |out: &mut Vec<Finding>, kind, path, seconds: Option<&str>| {
+        let mut f = checkpoint(kind, source::ORBAX, Some(path), None);
+        if let (Finding::Event(e), Some(s)) = (&mut f, seconds) {
+            e.attrs.push(("seconds", s.to_string()));
+        }
+        out.push(f);
+        true
+    };
+    if let Some(rest) = after(l, "] Started ")
+        && let Some((op, path)) = rest.split_once(" checkpoint @ ")
+        && let Some(kind) = kind(op)
+    {
+        return push(out, kind, token(path), None);
+    }
+    if let Some(rest) = after(l, "] Finished blocking ")
+        && let Some((op, rest)) = rest.split_once(" in ")
+        && let Some(kind) = kind(op)
+        && let Some((secs, rest)) = rest.split_once(" seconds. Continuing ")
+        && let Some(path) = after(rest, " @ ")
+        && secs.parse::<f64>().is_ok()
+    {
+        return push(out, kind, token(path), Some(secs));
+    }
+    if let Some(rest) = after(l, "] [sync] Finished ")
+        && let Some((op, rest)) = rest.split_once(" in ")
+        && let Some(kind) = kind(op)
+        && let Some((secs, path)) = rest.split_once(" seconds @ ")
+        && secs.parse::<f64>().is_ok()
+    {
+        return push(out, kind, token(path), Some(secs));
+    }
+    false
+}
+
 fn checkpoint_rules(l: &str, out: &mut Vec<Finding>) -> bool {
+    if orbax_operation(l, out) {
+        return true;
+    }
     let hf = |p: &str| after(l, p).map(token).filter(|t| !t.is_empty());
     // Hugging Face Trainer / accelerate / DeepSpeed: logged when a save starts.
     if let Some(path) =
@@ -297,8 +352,12 @@ fn checkpoint_rules(l: &str, out: &mut Vec<Finding>) -> bool {
         out.push(f);
         return true;
     }
-    // MaxText (`saved a checkpoint at step 100`).
-    if let Some(step) = int_after(l, "saved a checkpoint at step ") {
+    // MaxText, once the save is made (`saved a checkpoint at step 100`; `Saved a checkpoint
+    // at step 100.` in later versions, or `Started an asynchronous checkpoint save for step
+    // 100` for a save that goes on in the background).
+    if let Some(step) = int_after(l, "aved a checkpoint at step ")
+        .or_else(|| int_after(l, "Started an asynchronous checkpoint save for step "))
+    {
         out.push(checkpoint(
             "checkpoint_saved",
             source::MAXTEXT,
@@ -814,7 +873,7 @@ fn torchtitan_step(l: &str, out: &mut Vec<Finding>) -> bool {
 /// `{'eval_loss': …, 'eval_runtime': …}`, `{'train_runtime': 165.12, …, 'train_loss': …}`.
 /// Training dicts' `loss` becomes `train_loss`; the end-of-training summary (it has
 /// `train_runtime`) becomes metrics of its own names, `train_loss` as
-/// `train_loss_average`, plus a `run_finished` event.
+/// `train_loss_average` (its `epoch` only on the event), plus a `run_finished` event.
 fn hf_dict(l: &str, out: &mut Vec<Finding>) -> bool {
     let t = l.trim();
     let Some(body) = t.strip_prefix("{'").and_then(|b| b.strip_suffix('}')) else {
@@ -845,6 +904,11 @@ fn hf_dict(l: &str, out: &mut Vec<Finding>) -> bool {
         let Ok(value) = v.parse::<f64>() else {
             continue;
         };
+        // The summary's epoch says where the run ended, on its `run_finished`; as an
+        // `epoch` metric it would be one more progress record, after the last.
+        if summary && k == "epoch" {
+            continue;
+        }
         let name = match (k.as_str(), summary) {
             ("loss", _) => "train_loss",
             ("train_loss", true) => "train_loss_average",
@@ -1141,6 +1205,61 @@ mod tests {
 
     fn attr<'a>(e: &'a EventFinding, k: &str) -> Option<&'a str> {
         e.get(k)
+    }
+
+    /// Orbax's `event_tracking.py` lines: a save's start, its blocking part and (sync)
+    /// its whole, each timed one dated at the start by its `seconds`; an async save's
+    /// background total is not training's time; loads are restores. MaxText's own line
+    /// in both its wordings.
+    #[test]
+    fn orbax_and_maxtext_checkpoint_lines() {
+        let p = "gs://ckpt/maxtext/run/checkpoints/4000";
+        let e = event(&format!(
+            "I1016 11:17:53.708346 139803377069361 event_tracking.py:70] [process=0] [sync] Started save checkpoint @ {p}."
+        ));
+        assert_eq!(
+            (e.kind, e.source, e.get("path"), e.step, e.get("seconds")),
+            ("checkpoint_saved", source::ORBAX, Some(p), Some(4000), None)
+        );
+        let e = event(&format!(
+            "event_tracking.py:125] [process=2] [async] Finished blocking save in 2.15 seconds. Continuing save @ {p}."
+        ));
+        assert_eq!(
+            (e.kind, e.get("path"), e.get("seconds")),
+            ("checkpoint_saved", Some(p), Some("2.15"))
+        );
+        let e = event(&format!(
+            "event_tracking.py:138] [process=3] [sync] Finished save in 214.25 seconds @ {p}"
+        ));
+        assert_eq!(
+            (e.kind, e.get("seconds")),
+            ("checkpoint_saved", Some("214.25"))
+        );
+        assert!(
+            one(&format!(
+                "[process=0] [async] Finished save (blocking + background) in 61.20 seconds @ {p}"
+            ))
+            .is_empty()
+        );
+        let e = event(&format!(
+            "[process=0] [sync] Finished load in 48.10 seconds @ {p}"
+        ));
+        assert_eq!(
+            (e.kind, e.get("seconds")),
+            ("checkpoint_restored", Some("48.10"))
+        );
+        for l in [
+            "saved a checkpoint at step 4000",
+            "Saved a checkpoint at step 4000.",
+            "Started an asynchronous checkpoint save for step 4000",
+        ] {
+            let e = event(l);
+            assert_eq!(
+                (e.kind, e.source, e.step),
+                ("checkpoint_saved", source::MAXTEXT, Some(4000)),
+                "{l}"
+            );
+        }
     }
 
     #[test]
@@ -1456,7 +1575,15 @@ mod tests {
         let v = one(
             "{'train_runtime': 165.12, 'train_samples_per_second': 0.484, 'train_loss': 5.76, 'epoch': 1.0}",
         );
-        assert!(matches!(v.last(), Some(Finding::Event(e)) if e.kind == "run_finished"));
+        assert!(
+            matches!(v.last(), Some(Finding::Event(e)) if e.kind == "run_finished"
+            && e.get("epoch") == Some("1.0"))
+        );
+        assert!(
+            !v.iter()
+                .any(|f| matches!(f, Finding::Metric(m) if m.metric == "epoch")),
+            "the summary's epoch is not progress"
+        );
         let v = one(" 20%|██        | 2/10 [00:00<00:03,  2.54it/s]");
         let Finding::Metric(m) = &v[0] else { panic!() };
         assert_eq!((m.step, (m.value * 1000.0).round()), (Some(2), 394.0));

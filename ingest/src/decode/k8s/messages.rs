@@ -17,7 +17,8 @@ pub fn scheduled(msg: &str) -> Option<(Option<&str>, &str, &str)> {
     (!pod.is_empty() && !node.is_empty() && !node.contains(' ')).then_some((ns, pod, node))
 }
 
-/// `Scaled up replica set X to N`, `Scaled down replica set X from A to B`.
+/// `Scaled up replica set X to N`, `Scaled down replica set X to B from A` (the
+/// deployment controller since Kubernetes 1.26), `Scaled down replica set X from A to B`.
 pub fn scaling(msg: &str, attrs: &mut Attrs) -> bool {
     let msg = msg.trim();
     let (direction, rest) = if let Some(r) = msg.strip_prefix("Scaled up replica set ") {
@@ -27,24 +28,39 @@ pub fn scaling(msg: &str, attrs: &mut Attrs) -> bool {
     } else {
         return false;
     };
-    let Some((head, to)) = rest.rsplit_once(" to ") else {
+    // A ReplicaSet's name has no spaces: the first word is the name.
+    let Some((rs, tail)) = rest.split_once(' ') else {
         return false;
     };
-    let to = to.trim_end_matches('.').trim();
-    if to.parse::<i64>().is_err() {
+    let (to, from) = if let Some(t) = tail.strip_prefix("to ") {
+        match t.split_once(" from ") {
+            Some((to, from)) => (count(to), count(from)),
+            None => (count(t), None),
+        }
+    } else if let Some(t) = tail.strip_prefix("from ") {
+        match t.split_once(" to ") {
+            Some((from, to)) => (count(to), count(from)),
+            None => (None, None),
+        }
+    } else {
+        (None, None)
+    };
+    let Some(to) = to else {
         return false;
-    }
-    let (rs, from) = match head.rsplit_once(" from ") {
-        Some((rs, from)) if from.trim().parse::<i64>().is_ok() => (rs, Some(from.trim())),
-        _ => (head, None),
     };
     attrs.push("direction", direction);
-    attrs.push("replica_set", rs.trim());
+    attrs.push("replica_set", rs);
     if let Some(f) = from {
         attrs.push("from_replicas", f);
     }
     attrs.push("to_replicas", to);
     true
+}
+
+/// A replica count as written (`3`, `3.` at a sentence's end).
+fn count(s: &str) -> Option<&str> {
+    let s = s.trim().trim_end_matches('.');
+    s.parse::<i64>().is_ok().then_some(s)
 }
 
 /// `Created pod: NAME` / `Deleted pod: NAME` / `Created job NAME`: (child kind, child name).
@@ -239,6 +255,20 @@ mod tests {
             (Some("down"), Some("3"), Some("1"))
         );
         assert_eq!(get(&a, "replica_set"), Some("tgi-7d9f8c6b5"));
+        // The deployment controller's wording since Kubernetes 1.26: the new count first.
+        let mut a = Attrs::default();
+        assert!(scaling(
+            "Scaled up replica set vllm-llama31-70b-qmftqr2l2d to 2 from 1",
+            &mut a
+        ));
+        assert_eq!(
+            (
+                get(&a, "replica_set"),
+                get(&a, "from_replicas"),
+                get(&a, "to_replicas")
+            ),
+            (Some("vllm-llama31-70b-qmftqr2l2d"), Some("1"), Some("2"))
+        );
         assert!(!scaling(
             "Scaled up replica set x to many",
             &mut Attrs::default()

@@ -1,30 +1,47 @@
 -- framework.config_change: the run in progress at the onset (or started within the 10
 -- minutes a pace regression's onset may be early by) started with a configuration
--- (run_started attrs) that sets a key differently from the previous run of the same
--- workload (keys added or changed; a removed key alone is not seen); the
--- summary lists the changed keys. Where the previous run's start is not in the store
--- (it began before the data) but that run was reporting in the hour before, the new run
--- replaced it at the onset: a changed run without its old configuration to compare is
+-- (run_started attrs; a start that repeats the one before it, run id and attrs, is the
+-- same start told by another rank or replica) that sets a key differently from the
+-- previous start of the same workload (keys added or changed; a removed key alone is not
+-- seen); the summary lists the changed keys. Where the previous run's start is not in the
+-- store (it began before the data) but that run was reporting in the hour before, the new
+-- run replaced it at the onset: a changed run without its old configuration to compare is
 -- weaker evidence (strength 0.6), and any cause with evidence of its own outranks it.
 --
--- Without run_started events (no SDK), the configuration a trainer dumps in its log at
--- start-up (`config_param` events: DeepSpeed's engine configuration, MaxText's `Config
--- param` lines, Hugging Face's `TrainingArguments`) stands for the run's: the dump of the
--- pod that last dumped before the onset (or within the 10 minutes a pace onset may be
--- early by) against the last dump of an earlier start, a pod whose dump began at least 5
--- minutes before (the ranks of one start dump within moments of each other). Parameters
--- that name where a run writes or who it is (`*_dir`, `*_path`, `*_file`, `*_id`,
--- `run_name`, `output*`, `logging*`, `hub*`, `resume_from_checkpoint`, the process's rank)
--- and object reprs (`<... object at 0x...>`) differ between any two starts without
--- changing how fast a step runs: they are not compared. Where no earlier start's dump is
--- in the store but the workload's other pods were reporting progress in the hour before
--- the dump (a start that began before the data), the new start replaced that run at the
--- onset: strength 0.6, as for the runs.
-WITH runs AS (
+-- Without run_started events (no SDK), the configuration a trainer or server dumps in its
+-- log at start-up (`config_param` events: DeepSpeed's engine configuration, MaxText's
+-- `Config param` lines, Hugging Face's `TrainingArguments`, a serving launcher's `Args {
+-- … }`, vLLM's `args: Namespace(…)`) stands for the run's: the dump of the pod that last
+-- dumped before the onset (or within the 10 minutes a pace onset may be early by)
+-- against the last dump of an earlier start, a pod whose dump began at least 5 minutes
+-- before both that dump and the onset (the ranks of one start dump within moments of each
+-- other; the replicas of a rollout start minutes apart, the first of them before the
+-- onset is seen). Parameters that name where a run writes or who it is (`*_dir`,
+-- `*_path`, `*_file`, `*_id`, `run_name`, `output*`, `logging*`, `hub*`,
+-- `resume_from_checkpoint`, the process's rank, the host it runs on and its rendezvous
+-- address) and object reprs (`<... object at 0x...>`) differ between any two starts
+-- without changing how fast a step runs: they are not compared. Where no earlier start's
+-- dump is in the store but the workload's other pods were reporting progress in the hour
+-- before the dump (a start that began before the data), the new start replaced that run
+-- at the onset: strength 0.6, as for the runs.
+--
+-- A Deployment's rollout at the onset (from 30 minutes before it to 10 after: the
+-- deployment controller scaling a ReplicaSet up while another is scaled down within 10
+-- minutes) replaced its pods by pods of a new template (an image, arguments, resources):
+-- where neither the runs nor the logged dumps tell what changed, that is the evidence,
+-- at strength 0.8 (a serving rollout whose old replicas started before the data).
+WITH starts AS (
   SELECT namespace, workload, run_id, time, event_id, attrs,
-    LAG(event_id) OVER (PARTITION BY namespace, workload ORDER BY time, event_id) AS prev_id
+    lag(run_id) OVER (PARTITION BY namespace, workload ORDER BY time, event_id) AS prev_run,
+    lag(attrs) OVER (PARTITION BY namespace, workload ORDER BY time, event_id) AS prev_attrs
   FROM events
   WHERE kind = 'run_started' AND workload IS NOT NULL
+),
+runs AS (
+  SELECT namespace, workload, run_id, time, event_id, attrs,
+    LAG(event_id) OVER (PARTITION BY namespace, workload ORDER BY time, event_id) AS prev_id
+  FROM starts
+  WHERE prev_attrs IS NULL OR (run_id IS DISTINCT FROM prev_run) OR NOT (attrs = prev_attrs)
 ),
 current_run AS (
   SELECT s.slowdown_id, r.event_id, r.prev_id, r.time,
@@ -71,7 +88,7 @@ logged AS (
   FROM params
   WHERE k IS NOT NULL
     AND NOT regexp_like(k,
-      '(_dir|_path|_file|_id|^run_name|^output|^logging|^hub|^resume_from_checkpoint|^local_rank|^process_index|^global_rank)$|^(output|logging|hub)')
+      '(_dir|_path|_file|_id|^run_name|^output|^logging|^hub|^resume_from_checkpoint|^local_rank|^process_index|^global_rank|^hostname|^master_addr)$|^(output|logging|hub)')
     AND coalesce(v, '') NOT LIKE '%object at 0x%'
 ),
 dumps AS (
@@ -91,8 +108,9 @@ logged_previous AS (
     d.pod AS prev_pod, d.event_id AS prev_id,
     row_number() OVER (PARTITION BY c.slowdown_id ORDER BY d.time DESC, d.pod DESC) AS latest
   FROM logged_current c
+  JOIN symptoms s ON s.slowdown_id = c.slowdown_id
   JOIN dumps d ON d.workload = c.workload AND (d.namespace IS NOT DISTINCT FROM c.namespace)
-    AND d.time <= c.time - INTERVAL '5 minutes'
+    AND d.time <= least(c.time, s.start) - INTERVAL '5 minutes'
   WHERE c.latest = 1
 ),
 logged_replaced AS (
@@ -109,6 +127,21 @@ logged_replaced AS (
     AND m.time >= $first_start - INTERVAL '90 minutes'
     AND m.time < $last_end + INTERVAL '10 minutes'
   GROUP BY c.slowdown_id, c.event_id, c.pod, c.time
+),
+rolled AS (
+  SELECT u.slowdown_id,
+    first_value(u.event_id ORDER BY u.time, u.event_id) AS event_id, min(u.time) AS time,
+    first_value(u.attrs['replica_set'] ORDER BY u.time, u.event_id) AS new_rs,
+    first_value(d.attrs['replica_set'] ORDER BY d.time, d.event_id) AS old_rs
+  FROM symptom_events u
+  JOIN symptom_events d ON d.slowdown_id = u.slowdown_id AND d.kind = 'scaled'
+    AND d.scope = 'workload' AND d.attrs['direction'] = 'down'
+    AND d.attrs['replica_set'] <> u.attrs['replica_set']
+    AND d.time >= u.time - INTERVAL '10 minutes' AND d.time <= u.time + INTERVAL '10 minutes'
+  WHERE u.kind = 'scaled' AND u.scope = 'workload' AND u.attrs['direction'] = 'up'
+    AND u.time >= u.onset - INTERVAL '30 minutes' AND u.time <= u.onset + INTERVAL '10 minutes'
+    AND u.symptom_kind IN ('regression', 'throughput_drop', 'latency_regression')
+  GROUP BY u.slowdown_id
 ),
 logged_changed AS (
   SELECT p.slowdown_id, p.event_id, p.prev_id, p.time, a.k, b.v AS before, a.v AS after
@@ -138,7 +171,17 @@ SELECT slowdown_id, 'framework.config_change' AS cause, 'workload' AS scope,
 FROM replaced
 WHERE slowdown_id NOT IN (SELECT slowdown_id FROM changed)
   AND slowdown_id NOT IN (SELECT slowdown_id FROM logged_changed)
+  AND slowdown_id NOT IN (SELECT slowdown_id FROM rolled)
 GROUP BY slowdown_id
+UNION ALL
+SELECT slowdown_id, 'framework.config_change' AS cause, 'workload' AS scope,
+  CAST(NULL AS VARCHAR) AS node, CAST(NULL AS VARCHAR) AS device, time,
+  make_array(event_id) AS evidence, 0.8 AS strength,
+  concat('A rollout replaced the workload''s pods at the onset: replica set ', new_rs,
+    ' (a new pod template) took over from ', old_rs) AS summary
+FROM rolled
+WHERE slowdown_id NOT IN (SELECT slowdown_id FROM changed)
+  AND slowdown_id NOT IN (SELECT slowdown_id FROM logged_changed)
 UNION ALL
 SELECT slowdown_id, 'framework.config_change' AS cause, 'workload' AS scope,
   CAST(NULL AS VARCHAR) AS node, CAST(NULL AS VARCHAR) AS device, min(time) AS time,
@@ -148,12 +191,13 @@ SELECT slowdown_id, 'framework.config_change' AS cause, 'workload' AS scope,
 FROM logged_replaced
 WHERE slowdown_id NOT IN (SELECT slowdown_id FROM changed)
   AND slowdown_id NOT IN (SELECT slowdown_id FROM replaced)
+  AND slowdown_id NOT IN (SELECT slowdown_id FROM rolled)
 GROUP BY slowdown_id
 UNION ALL
 SELECT slowdown_id, 'framework.config_change' AS cause, 'workload' AS scope,
   CAST(NULL AS VARCHAR) AS node, CAST(NULL AS VARCHAR) AS device, min(time) AS time,
   make_array(min(event_id), min(prev_id)) AS evidence, 1.0 AS strength,
-  concat('The configuration the trainer logged at start-up changed against the previous start''s: ',
+  concat('The configuration the workload logged at start-up changed against the previous start''s: ',
     string_agg(concat(k, ' ', coalesce(before, '∅'), '→', coalesce(after, '∅')), ', ' ORDER BY k))
     AS summary
 FROM logged_changed
