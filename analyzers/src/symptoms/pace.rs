@@ -21,7 +21,19 @@ pub fn detect_regressions(
         return Vec::new();
     };
     let seconds = spread_saves(pairs, saves);
-    let bucket = ((cfg.pace_bucket_seconds.max(20.0 * step)) * 1e9) as i64;
+    // A bucket holds enough progress reports for its pace to be measured: a bucket's edge
+    // cuts a progress interval, so where progress comes in coarse advances (a trainer's
+    // epoch printed to two decimals moves in hundredths, one advance every few log
+    // lines) a bucket spans as many intervals as keep that error below the smallest
+    // regression reported (ten at 10%).
+    let per_pair: Vec<f64> = pairs.iter().map(|p| p.seconds).collect();
+    let pair = median(&per_pair).unwrap_or(0.0);
+    let intervals = 1.0 / cfg.regression_min_rel.max(0.01);
+    let bucket = ((cfg
+        .pace_bucket_seconds
+        .max(20.0 * step)
+        .max(intervals * pair))
+        * 1e9) as i64;
     // bucket -> (seconds, steps)
     let mut buckets: BTreeMap<i64, (f64, i64)> = BTreeMap::new();
     for (p, sec) in pairs.iter().zip(&seconds) {
@@ -239,5 +251,43 @@ mod tests {
         assert_eq!(at, 1000 * S);
         // No change near there: the edge stays where the buckets put it.
         assert_eq!(refine(&pairs, &seconds, 500 * S, 300 * S, true, 0.1), None);
+    }
+
+    /// A trainer's logged dicts every 50 steps (about 39 s, a save every 50 logs) whose
+    /// progress is its epoch printed to two decimals (`testdata/hf_epoch_progress.csv`:
+    /// seconds from the first log, epoch; a DPO run of independent set 8a, written by
+    /// other hands). At its steady pace the counter moves by one hundredth (100 units)
+    /// every third log line or so: a five-minute bucket holds two or three advances and
+    /// its pace is off by up to a third. The buckets span ten advances instead, and the
+    /// steady pace is no regression.
+    #[test]
+    fn coarse_advances_of_a_steady_pace_are_no_regression() {
+        let mut pairs = Vec::new();
+        let mut last: Option<(f64, i64)> = None;
+        for line in include_str!("testdata/hf_epoch_progress.csv").lines() {
+            let (t, epoch) = line.split_once(',').expect("seconds,epoch");
+            let t: f64 = t.parse().expect("seconds");
+            let units = (epoch.parse::<f64>().expect("epoch") * 1e4).round() as i64;
+            match last {
+                Some((t0, u0)) if units > u0 => {
+                    pairs.push(PacePair {
+                        start_ns: (t0 * 1e9) as i64,
+                        time_ns: (t * 1e9) as i64,
+                        seconds: t - t0,
+                        steps: units - u0,
+                        run_id: None,
+                        sdk: false,
+                    });
+                    last = Some((t, units));
+                }
+                Some(_) => {}
+                None => last = Some((t, units)),
+            }
+        }
+        assert!(pairs.len() > 80, "{}", pairs.len());
+        let wk = (Some("ml".to_string()), Some("dpo".to_string()));
+        let horizon = pairs.last().map_or(0, |p| p.time_ns);
+        let found = detect_regressions(&wk, &pairs, &[], horizon, &DetectorConfig::default());
+        assert!(found.is_empty(), "{found:?}");
     }
 }

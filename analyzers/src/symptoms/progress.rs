@@ -138,8 +138,10 @@ pub fn detect(input: &ProgressInput<'_>, cfg: &DetectorConfig) -> Vec<Symptom> {
     if let Some(&(t_last, _)) = pts.last() {
         let threshold_ns = (threshold * 1e9) as i64;
         // Announced soon after the last progress, or after announced work only (a last
-        // save and eval before the end is told).
-        let finished = input.finished.last().is_some_and(|&f| {
+        // save and eval before the end is told). The first announcement after the last
+        // progress counts (a trainer's own end, then its Job's completion a minute later).
+        let first_after = input.finished.iter().find(|&&f| f >= t_last);
+        let finished = first_after.or(input.finished.last()).is_some_and(|&f| {
             f <= t_last + threshold_ns
                 || secs(f - t_last) - input.pauses.overlap_seconds(t_last, f) <= threshold
         });
@@ -347,6 +349,13 @@ mod tests {
         let mut hung = input(&key, &pts, &unexplained, 900);
         hung.finished = &finished;
         assert_eq!(detect(&hung, &cfg).len(), 1);
+        // The trainer told its end 20 s after its last step, its Job completed 70 s
+        // after it: the first end after the last progress is the one that counts.
+        let none = Pauses::new(Vec::new());
+        let both = [220 * S, 290 * S];
+        let mut two = input(&key, &pts, &none, 900);
+        two.finished = &both;
+        assert!(detect(&two, &cfg).is_empty());
     }
 
     #[test]
