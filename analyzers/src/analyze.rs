@@ -33,6 +33,7 @@ use crate::symptoms::pending;
 use crate::symptoms::restore::startup_stall;
 use crate::symptoms::run::{RunEnd, detect_run};
 use crate::symptoms::save_cadence;
+use crate::symptoms::token_rate;
 use crate::symptoms::{
     DetectorConfig, Symptom, SymptomKind, WorkloadKey, WorkloadName, throughput,
 };
@@ -338,6 +339,17 @@ pub async fn analyze_keeping(
         found.extend(detect_regressions(wk, pairs, &saves, horizon, cfg));
     }
     clock.lap("detect: regressions");
+    // Token throughput that fell at an unchanged pace (each step doing less work).
+    for (key, run, _, _) in &runs {
+        if let Some(ranks) = run.metrics.get(token_rate::METRIC) {
+            for d in token_rate::detect(key, ranks, cfg, horizon) {
+                if !token_rate::shown_by_pace(&d, &found) {
+                    found.push(d);
+                }
+            }
+        }
+    }
+    clock.lap("detect: token rate");
     // Saves more often than configured, where no pace change already shows them.
     for (wk, list) in &saves {
         let key = WorkloadKey {

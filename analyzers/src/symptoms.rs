@@ -19,6 +19,7 @@ pub mod serving;
 pub mod stats;
 pub mod straggler;
 pub mod throughput;
+pub mod token_rate;
 
 use std::fmt;
 

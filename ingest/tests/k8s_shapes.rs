@@ -712,3 +712,38 @@ fn a_jobset_scaled_down_is_a_scale_change() {
     assert_eq!(done.len(), 1);
     assert_eq!(done[0].time_ns, ns("2026-11-30T13:00:00Z"));
 }
+
+/// A JobSet's child Job deleted before it finished (the JobSet controller removing a
+/// slice, its own spec write undated: no managedFields): the JobSet's `deleted` of a Job
+/// at the Job's deletionTimestamp. A finished Job deleted (a TTL's cleanup) is not one.
+#[test]
+fn a_jobset_child_job_deleted_before_it_finished() {
+    let job = |name: &str, complete: bool| {
+        json!({"type": "DELETED", "object": {
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "foundation", "uid": format!("uid-{name}"),
+                "creationTimestamp": "2026-11-30T06:12:41Z",
+                "deletionTimestamp": "2026-11-30T10:50:03Z",
+                "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                    "name": "llama-pt", "uid": "js-1", "controller": true}]},
+            "spec": {"parallelism": 2},
+            "status": {"conditions": if complete {
+                json!([{"type": "Complete", "status": "True",
+                        "lastTransitionTime": "2026-11-30T10:40:00Z"}])
+            } else { json!([]) }}}})
+    };
+    let lines = format!(
+        "{}\n{}\n",
+        job("llama-pt-slice-3", false),
+        job("llama-pt-eval-0", true)
+    );
+    let d = decode_bytes("watch.jsonl", lines.as_bytes());
+    let deleted = d.of_kind("deleted");
+    assert_eq!(deleted.len(), 1, "{:?}", d.kinds());
+    assert_eq!(deleted[0].time_ns, ns("2026-11-30T10:50:03Z"));
+    assert_eq!(deleted[0].workload.as_deref(), Some("llama-pt"));
+    assert_eq!(
+        (deleted[0].attr("child_kind"), deleted[0].attr("child_name")),
+        (Some("Job"), Some("llama-pt-slice-3"))
+    );
+}

@@ -612,5 +612,40 @@ pub fn controller_rows(
         r.attrs.push("condition_status", status);
         rows.push(r);
     }
+    // A JobSet's child Job being deleted before it finished: the JobSet controller removed
+    // a slice (its replicas lowered) or recreates its Jobs. Told as the JobSet's `deleted`
+    // of a Job, as the controllers' SuccessfulDelete events tell a pod's.
+    if kind == "Job"
+        && let Some(owner) = meta.owner().filter(|o| text(&o.kind) == Some("JobSet"))
+        && let Some(jobset) = text(&owner.name)
+        && let Some(t) = opt_time(
+            kind,
+            name,
+            "metadata.deletionTimestamp",
+            &meta.deletion_timestamp,
+        )?
+    {
+        let ended = c.status.conditions.iter().flatten().any(|cond| {
+            matches!(text(&cond.type_), Some("Complete" | "Failed"))
+                && text(&cond.status) == Some("True")
+        });
+        if !ended {
+            let mut r = new_row(
+                t,
+                format!("{base}:deleted"),
+                Cow::Borrowed("deleted"),
+                Severity::Info,
+            );
+            r.workload = Some(jobset.to_string());
+            r.attrs = Default::default();
+            r.message = Some(format!(
+                "Job {name} of JobSet {jobset} deleted before it finished"
+            ));
+            r.attrs.push("child_kind", "Job");
+            r.attrs.push("child_name", name);
+            r.attrs.push("workload_kind", "JobSet");
+            rows.push(r);
+        }
+    }
     Ok(())
 }

@@ -1,6 +1,7 @@
 -- orchestrator.scale_change: the workload's own replica count or slice changed: a
--- `scaled` Deployment/Job/JobSet, or the job controller deleting some of its pods
--- (SuccessfulDelete) when nothing evicted, preempted or suspended it around then. Not a
+-- `scaled` Deployment/Job/JobSet, or its controller deleting some of its pods
+-- (SuccessfulDelete) or a JobSet's child Job before it finished, when nothing evicted,
+-- preempted or suspended it around then. Not a
 -- cause of a pending replica: the scale-up that created it is why it exists, not why it
 -- waits (quota, capacity, an image pull say that). Of a serving workload's latency, only
 -- fewer replicas are a cause: a scale-up during it is the autoscaler answering it.
@@ -37,7 +38,9 @@ LEFT JOIN (SELECT DISTINCT slowdown_id, replica_set FROM rollout) rd
   AND e.attrs['involved_kind'] = 'ReplicaSet' AND rd.replica_set = e.attrs['involved_name']
 WHERE e.scope = 'workload' AND e.symptom_kind NOT IN ('pending', 'capacity_shortfall')
   AND (e.kind IN ('scaled', 'slice_replaced')
-       OR (e.kind = 'deleted' AND lower(coalesce(e.attrs['child_kind'], '')) = 'pod'))
+       OR (e.kind = 'deleted' AND (lower(coalesce(e.attrs['child_kind'], '')) = 'pod'
+           OR (lower(coalesce(e.attrs['child_kind'], '')) = 'job'
+               AND e.attrs['workload_kind'] = 'JobSet'))))
   AND x.slowdown_id IS NULL
   AND rs.slowdown_id IS NULL AND rd.slowdown_id IS NULL
   AND NOT (e.symptom_kind = 'latency_regression' AND coalesce(e.attrs['direction'], '') = 'up')
