@@ -21,13 +21,18 @@ pub fn detect_regressions(
         return Vec::new();
     };
     let seconds = spread_saves(pairs, saves);
-    // A bucket holds enough progress reports for its pace to be measured: a bucket's edge
-    // cuts a progress interval, so where progress comes in coarse advances (a trainer's
-    // epoch printed to two decimals moves in hundredths, one advance every few log
-    // lines) a bucket spans as many intervals as keep that error below the smallest
-    // regression reported (ten at 10%).
+    // Where progress comes in coarse advances (a trainer's epoch printed to two decimals
+    // moves in hundredths, one advance every few log lines) an interval's time is known
+    // only to a log line, and a bucket's edge cuts an interval: a bucket then spans as
+    // many intervals as keep that error below the smallest regression reported (ten at
+    // 10%). A step counter that moves at every report measures each interval exactly.
+    let coarse = 2 * pairs.iter().filter(|p| p.coarse).count() > pairs.len();
     let per_pair: Vec<f64> = pairs.iter().map(|p| p.seconds).collect();
-    let pair = median(&per_pair).unwrap_or(0.0);
+    let pair = if coarse {
+        median(&per_pair).unwrap_or(0.0)
+    } else {
+        0.0
+    };
     let intervals = 1.0 / cfg.regression_min_rel.max(0.01);
     let bucket = ((cfg
         .pace_bucket_seconds
@@ -221,6 +226,9 @@ pub struct PacePair {
     pub run_id: Option<String>,
     /// Whether the pace came from SDK step metrics (else from a trainer's logged progress).
     pub sdk: bool,
+    /// Whether the run's step counter was coarser than its progress reports (most of
+    /// them repeated the step before: a trainer's epoch printed to two decimals).
+    pub coarse: bool,
 }
 
 #[cfg(test)]
@@ -243,6 +251,7 @@ mod tests {
                 steps: 1,
                 run_id: None,
                 sdk: true,
+                coarse: false,
             });
             t += dt;
         }
@@ -277,6 +286,7 @@ mod tests {
                         steps: units - u0,
                         run_id: None,
                         sdk: false,
+                        coarse: true,
                     });
                     last = Some((t, units));
                 }

@@ -272,6 +272,8 @@ pub fn detect_run(
             advances.push(*p);
         }
     }
+    // The counter is coarser than the reports where most reports repeat a step.
+    let coarse = 2 * advances.len() < progress_pts.len();
     let evals = with_ended_evals(&marks.evals, &marks.evals_ended, &progress_pts);
     let evals = &with_started(&evals, &marks.evals_started, &progress_pts);
     let stall_pauses = with_ended_evals(&marks.stall_pauses, &marks.evals_ended, &progress_pts);
@@ -361,6 +363,7 @@ pub fn detect_run(
             steps: s1 - s0,
             run_id: key.run_id.clone(),
             sdk: pace.is_some(),
+            coarse,
         });
     }
     if let Some(ranks) = run.metrics.get("compute_seconds") {
