@@ -2,14 +2,14 @@
 //! re-formed on fewer nodes, or a smaller global batch, makes each step do less work, so
 //! the step time says nothing while the tokens per second fall. The run's reported
 //! `tokens_per_second` (its lowest rank's, as the pace is read) averaged per pace bucket,
-//! fell by at least `drop_min_rel` and stayed down; lost time is the share of each
-//! interval the lower rate did not get done (`regression::detect`). Where the pace itself
-//! regressed over the same time, that regression is the slowdown and this is not told.
+//! fell by at least `drop_min_rel` and stayed down, as a utilization does
+//! (`throughput::detect`); lost time is the share of each interval the lower rate did not
+//! get done. Where the pace itself regressed over the same time, that regression is the
+//! slowdown and this is not told.
 
 use std::collections::BTreeMap;
 
-use super::regression::{self, PaceInput, Worse};
-use super::{DetectorConfig, Point, Symptom, SymptomKind, WorkloadKey};
+use super::{DetectorConfig, Point, Symptom, SymptomKind, WorkloadKey, throughput};
 
 /// The metric read.
 pub const METRIC: &str = "tokens_per_second";
@@ -25,19 +25,7 @@ pub fn detect(
         return Vec::new();
     };
     let series = bucket_means(points, (cfg.pace_bucket_seconds * 1e9) as i64);
-    regression::detect(
-        &PaceInput {
-            key,
-            points: &series,
-            metric: METRIC,
-            worse: Worse::Lower,
-            kind: SymptomKind::ThroughputDrop,
-            min_rel: cfg.drop_min_rel,
-            min_seconds: cfg.drop_min_seconds,
-            horizon_ns,
-        },
-        cfg,
-    )
+    throughput::detect(key, METRIC, &series, cfg, horizon_ns)
 }
 
 /// The mean of the points in each bucket of `bucket_ns`, at the bucket's end.
