@@ -138,8 +138,8 @@ pub fn symptoms_schema() -> SchemaRef {
 
 /// Registers (or replaces) the `symptoms` and `symptom_scope` tables and the tables and
 /// views the rules read (`symptom_events`, `symptom_throttle_shares`,
-/// `symptom_level_rates`, `symptom_serving_samples`), and each pace symptom's GPU samples
-/// (`symptom_gpu_samples`), each computed once; `done` is told each table as it is
+/// `symptom_level_rates`, `symptom_serving_samples`, `symptom_rollouts`), and each pace
+/// symptom's GPU samples (`symptom_gpu_samples`), each computed once; `done` is told each table as it is
 /// computed (`cause views` for the views together).
 pub async fn register(
     ctx: &SessionContext,
@@ -228,6 +228,7 @@ pub async fn register(
         ("symptom_events", sql::SYMPTOM_EVENTS),
         ("symptom_throttle_shares", sql::SYMPTOM_THROTTLE_SHARES),
         ("symptom_gpu_samples", sql::SYMPTOM_GPU_SAMPLES),
+        ("symptom_rollouts", sql::SYMPTOM_ROLLOUTS),
     ] {
         sql::register(ctx, name, file, &params).await?;
         done(name);

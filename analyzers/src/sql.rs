@@ -104,6 +104,10 @@ pub const SYMPTOM_EVENTS: SqlFile = sql!("causes/symptom_events.sql");
 /// (takes the rules' `$first_start` and `$last_end`).
 pub const SYMPTOM_THROTTLE_SHARES: SqlFile = sql!("causes/throttle_shares.sql");
 
+/// The steps of the rollouts in each symptom's scope, registered as `symptom_rollouts`
+/// (reads `symptom_events`).
+pub const SYMPTOM_ROLLOUTS: SqlFile = sql!("causes/rollouts.sql");
+
 /// Each pace symptom's GPU activity samples, registered as `symptom_gpu_samples` (takes
 /// the rules' `$first_start` and `$last_end`).
 pub const SYMPTOM_GPU_SAMPLES: SqlFile = sql!("causes/gpu_around.sql");

@@ -222,6 +222,14 @@ fn seconds_taken(l: &str) -> Option<&str> {
     (ok && num.parse::<f64>().is_ok()).then_some(num)
 }
 
+/// A checkpoint report with the duration its line tells (`seconds`), if it tells one.
+fn timed(mut f: Finding, seconds: Option<&str>) -> Finding {
+    if let (Finding::Event(e), Some(s)) = (&mut f, seconds) {
+        e.attrs.push(("seconds", s.to_string()));
+    }
+    f
+}
+
 fn checkpoint(
     kind: &'static str,
     source: &'static str,
@@ -251,11 +259,10 @@ fn orbax_operation(l: &str, out: &mut Vec<Finding>) -> bool {
         _ => None,
     };
     let push = |out: &mut Vec<Finding>, kind, path, seconds: Option<&str>| {
-        let mut f = checkpoint(kind, source::ORBAX, Some(path), None);
-        if let (Finding::Event(e), Some(s)) = (&mut f, seconds) {
-            e.attrs.push(("seconds", s.to_string()));
-        }
-        out.push(f);
+        out.push(timed(
+            checkpoint(kind, source::ORBAX, Some(path), None),
+            seconds,
+        ));
         true
     };
     if let Some(rest) = after(l, "] Started ")
@@ -328,11 +335,10 @@ fn checkpoint_rules(l: &str, out: &mut Vec<Finding>) -> bool {
     // saved to …` as it ends (one save told twice is one save to the analyzers: they
     // merge saves a moment apart).
     if let Some(path) = hf("Saving model to ").or_else(|| hf("Model saved to ")) {
-        let mut f = checkpoint("checkpoint_saved", source::HUGGINGFACE, Some(path), None);
-        if let (Finding::Event(e), Some(s)) = (&mut f, seconds_taken(l)) {
-            e.attrs.push(("seconds", s.to_string()));
-        }
-        out.push(f);
+        out.push(timed(
+            checkpoint("checkpoint_saved", source::HUGGINGFACE, Some(path), None),
+            seconds_taken(l),
+        ));
         return true;
     }
     // `Checkpoint restored from <path> in 12.5s`: logged when the restore ends; the
@@ -345,11 +351,10 @@ fn checkpoint_rules(l: &str, out: &mut Vec<Finding>) -> bool {
         } else {
             source::APP
         };
-        let mut f = checkpoint("checkpoint_restored", src, Some(path), None);
-        if let (Finding::Event(e), Some(s)) = (&mut f, seconds_taken(l)) {
-            e.attrs.push(("seconds", s.to_string()));
-        }
-        out.push(f);
+        out.push(timed(
+            checkpoint("checkpoint_restored", src, Some(path), None),
+            seconds_taken(l),
+        ));
         return true;
     }
     // MaxText, once the save is made (`saved a checkpoint at step 100`; `Saved a checkpoint
@@ -413,11 +418,10 @@ fn checkpoint_rules(l: &str, out: &mut Vec<Finding>) -> bool {
     }
     // torchtitan reports the save's duration when it ends.
     if l.contains("Finished saving the checkpoint") {
-        let mut f = checkpoint("checkpoint_saved", source::TORCHTITAN, None, None);
-        if let (Finding::Event(e), Some(s)) = (&mut f, seconds_at_end(l)) {
-            e.attrs.push(("seconds", s.to_string()));
-        }
-        out.push(f);
+        out.push(timed(
+            checkpoint("checkpoint_saved", source::TORCHTITAN, None, None),
+            seconds_at_end(l),
+        ));
         return true;
     }
     if let Some(path) = hf("Restoring checkpoint from ") {
@@ -452,11 +456,10 @@ fn checkpoint_rules(l: &str, out: &mut Vec<Finding>) -> bool {
         return true;
     }
     if l.contains("Finished loading the checkpoint") {
-        let mut f = checkpoint("checkpoint_restored", source::TORCHTITAN, None, None);
-        if let (Finding::Event(e), Some(s)) = (&mut f, seconds_at_end(l)) {
-            e.attrs.push(("seconds", s.to_string()));
-        }
-        out.push(f);
+        out.push(timed(
+            checkpoint("checkpoint_restored", source::TORCHTITAN, None, None),
+            seconds_at_end(l),
+        ));
         return true;
     }
     if !l.contains("Loading checkpoint shards")

@@ -25,9 +25,8 @@
 -- before the dump (a start that began before the data), the new start replaced that run
 -- at the onset: strength 0.6, as for the runs.
 --
--- A Deployment's rollout at the onset (from 30 minutes before it to 10 after: the
--- deployment controller scaling a ReplicaSet up while another is scaled down within 10
--- minutes) replaced its pods by pods of a new template (an image, arguments, resources):
+-- A Deployment's rollout at the onset (`symptom_rollouts`, from 30 minutes before it to
+-- 10 after: a ReplicaSet scaled up while another is scaled down within 10 minutes) replaced its pods by pods of a new template (an image, arguments, resources):
 -- where neither the runs nor the logged dumps tell what changed, that is the evidence,
 -- at strength 0.8 (a serving rollout whose old replicas started before the data).
 WITH starts AS (
@@ -131,18 +130,18 @@ logged_replaced AS (
 rolled AS (
   SELECT u.slowdown_id,
     first_value(u.event_id ORDER BY u.time, u.event_id) AS event_id, min(u.time) AS time,
-    first_value(u.attrs['replica_set'] ORDER BY u.time, u.event_id) AS new_rs,
-    first_value(d.attrs['replica_set'] ORDER BY d.time, d.event_id) AS old_rs
-  FROM symptom_events u
-  JOIN symptom_events d ON d.slowdown_id = u.slowdown_id AND d.kind = 'scaled'
-    AND d.scope = 'workload' AND d.attrs['direction'] = 'down'
-    AND d.attrs['replica_set'] <> u.attrs['replica_set']
+    first_value(u.replica_set ORDER BY u.time, u.event_id) AS new_rs,
+    first_value(d.replica_set ORDER BY d.time, d.event_id) AS old_rs
+  FROM symptom_rollouts u
+  JOIN symptom_rollouts d ON d.slowdown_id = u.slowdown_id AND d.direction = 'down'
+    AND d.replica_set <> u.replica_set
     AND d.time >= u.time - INTERVAL '10 minutes' AND d.time <= u.time + INTERVAL '10 minutes'
-  WHERE u.kind = 'scaled' AND u.scope = 'workload' AND u.attrs['direction'] = 'up'
+  WHERE u.direction = 'up'
     AND u.time >= u.onset - INTERVAL '30 minutes' AND u.time <= u.onset + INTERVAL '10 minutes'
     AND u.symptom_kind IN ('regression', 'throughput_drop', 'latency_regression')
   GROUP BY u.slowdown_id
 ),
+
 logged_changed AS (
   SELECT p.slowdown_id, p.event_id, p.prev_id, p.time, a.k, b.v AS before, a.v AS after
   FROM logged_previous p

@@ -1,26 +1,16 @@
 -- orchestrator.scale_change: the workload's own replica count or slice changed: a
 -- `scaled` Deployment/Job/JobSet, or its controller deleting some of its pods
 -- (SuccessfulDelete) or a JobSet's child Job before it finished, when nothing evicted,
--- preempted or suspended it around then. Not a
--- cause of a pending replica: the scale-up that created it is why it exists, not why it
--- waits (quota, capacity, an image pull say that). Of a serving workload's latency, only
--- fewer replicas are a cause: a scale-up during it is the autoscaler answering it.
--- A rollout is not a scale change: the deployment controller scaling one ReplicaSet up
--- and another down within 10 minutes replaces pods at the same count (its steps, and the
--- pods its old ReplicaSets deleted, are `framework.config_change`'s evidence: a new pod
--- template).
+-- preempted or suspended it around then. Not a cause of a pending replica: the scale-up
+-- that created it is why it exists, not why it waits (quota, capacity, an image pull say
+-- that). Of a serving workload's latency, only fewer replicas are a cause: a scale-up
+-- during it is the autoscaler answering it.
+-- A rollout is not a scale change: its steps (`symptom_rollouts`) replace pods at the
+-- same count, and so do the pods its old ReplicaSets deleted (`framework.config_change`
+-- reads a rollout as a new pod template).
 WITH stops AS (
   SELECT slowdown_id, time FROM symptom_events
   WHERE scope = 'workload' AND kind IN ('evicted', 'preempted', 'suspended', 'descheduled')
-),
-rollout AS (
-  SELECT a.slowdown_id, a.event_id, a.attrs['replica_set'] AS replica_set
-  FROM symptom_events a
-  JOIN symptom_events b ON b.slowdown_id = a.slowdown_id AND b.kind = 'scaled'
-    AND b.scope = 'workload' AND b.attrs['replica_set'] <> a.attrs['replica_set']
-    AND b.attrs['direction'] <> a.attrs['direction']
-    AND b.time >= a.time - INTERVAL '10 minutes' AND b.time <= a.time + INTERVAL '10 minutes'
-  WHERE a.kind = 'scaled' AND a.scope = 'workload'
 )
 SELECT e.slowdown_id, 'orchestrator.scale_change' AS cause, 'workload' AS scope,
   CAST(NULL AS VARCHAR) AS node, CAST(NULL AS VARCHAR) AS device, min(e.time) AS time,
@@ -31,9 +21,9 @@ SELECT e.slowdown_id, 'orchestrator.scale_change' AS cause, 'workload' AS scope,
 FROM symptom_events e
 LEFT JOIN stops x ON x.slowdown_id = e.slowdown_id
   AND x.time >= e.time - INTERVAL '2 minutes' AND x.time <= e.time + INTERVAL '2 minutes'
-LEFT JOIN (SELECT DISTINCT slowdown_id, event_id FROM rollout) rs
+LEFT JOIN symptom_rollouts rs
   ON rs.slowdown_id = e.slowdown_id AND rs.event_id = e.event_id
-LEFT JOIN (SELECT DISTINCT slowdown_id, replica_set FROM rollout) rd
+LEFT JOIN (SELECT DISTINCT slowdown_id, replica_set FROM symptom_rollouts) rd
   ON rd.slowdown_id = e.slowdown_id AND e.kind = 'deleted'
   AND e.attrs['involved_kind'] = 'ReplicaSet' AND rd.replica_set = e.attrs['involved_name']
 WHERE e.scope = 'workload' AND e.symptom_kind NOT IN ('pending', 'capacity_shortfall')
