@@ -222,13 +222,19 @@ pub(super) fn threshold(raw: &[f64], cfg: &DetectorConfig) -> f64 {
 /// The sustained runs of the points `above` (indices into `times`, ascending): a dip back
 /// shorter than a sustained regression (or a few missing buckets) does not end one (the
 /// workload stayed slower); a run lasts three points and `latency_min_seconds` at least.
+/// The longest gap between two buckets above the expectation that still joins them in
+/// one slowdown.
+fn bridge_ns(bucket_ns: i64, cfg: &DetectorConfig) -> i64 {
+    ((cfg.latency_min_seconds * 1e9) as i64).max(3 * bucket_ns)
+}
+
 pub(super) fn sustained(
     times: &[i64],
     above: &[bool],
     bucket_ns: i64,
     cfg: &DetectorConfig,
 ) -> Vec<Vec<usize>> {
-    let bridge = ((cfg.latency_min_seconds * 1e9) as i64).max(3 * bucket_ns);
+    let bridge = bridge_ns(bucket_ns, cfg);
     let mut groups: Vec<Vec<usize>> = Vec::new();
     for i in (0..times.len()).filter(|&i| above[i]) {
         match groups.last_mut() {
@@ -415,11 +421,19 @@ pub fn detect(
         all.extend(runs(name, pts, &load, bucket_ns, cfg));
     }
     all.sort_by_key(|r| (r.start_ns, r.end_ns, r.metric));
-    // Runs of different latencies that overlap are one slowdown.
+    // Runs of different latencies that overlap, or that a gap no longer than one
+    // latency's own bridge parts, are one slowdown (the time to first token of a
+    // shortfall's first minutes, then its whole requests as the queue moves to decode).
+    let bridge = bridge_ns(bucket_ns, cfg);
     let mut merged: Vec<Vec<Run>> = Vec::new();
     for r in all {
         match merged.last_mut() {
-            Some(g) if g.iter().any(|o| r.start_ns <= o.end_ns) => g.push(r),
+            Some(g)
+                if g.iter()
+                    .any(|o| r.start_ns - (o.end_ns - bucket_ns) <= bridge) =>
+            {
+                g.push(r)
+            }
             _ => merged.push(vec![r]),
         }
     }
@@ -551,6 +565,33 @@ mod tests {
         assert_eq!(f.lost_seconds, 1800.0);
         let ratio = f.observed.unwrap() / f.baseline.unwrap();
         assert!((1.6..2.0).contains(&ratio), "{ratio}");
+    }
+
+    #[test]
+    fn latencies_that_take_over_from_each_other_are_one_slowdown() {
+        // The time to first token is slow for minutes 100..106, then whole requests for
+        // 107..120: one slowdown from 100 to 120, its lost time the minutes either was
+        // slow.
+        let mut s = series(180, diurnal, |i, r| {
+            let slow = if (100..106).contains(&i) { 1.8 } else { 1.0 };
+            slow * 0.08 * (r / 4.0).powf(0.8) * (1.0 + 0.04 * wobble(i + 3))
+        });
+        let request: Vec<Point> = s["ttft_seconds_p95"]
+            .iter()
+            .map(|p| {
+                let i = p.time_ns / M;
+                let slow = if (107..120).contains(&i) { 1.6 } else { 1.0 };
+                Point {
+                    value: slow * 4.0 * (1.0 + 0.03 * wobble(i + 5)),
+                    ..*p
+                }
+            })
+            .collect();
+        s.insert("request_seconds_p95".into(), request);
+        let found = run(&s, 180);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!((found[0].start_ns, found[0].end_ns), (100 * M, 120 * M));
+        assert_eq!(found[0].lost_seconds, 19.0 * 60.0);
     }
 
     #[test]
