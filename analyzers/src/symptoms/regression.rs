@@ -260,13 +260,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_bump_soon_after_the_data_began_is_measured_against_the_level_around_it() {
-        // Five-minute buckets of a pace read from a trainer's log that begins 10 minutes
-        // before the slowdown: one bucket at 0.44 s a step, four at ~0.60, then ~0.43.
-        let mut values = vec![0.444, 0.602, 0.606, 0.606, 0.552];
-        values.extend((0..17).map(|i| 0.426 + 0.001 * f64::from(i % 3)));
-        let pts: Vec<Point> = values
+    /// Five-minute buckets of the given paces.
+    fn buckets(values: &[f64]) -> Vec<Point> {
+        values
             .iter()
             .enumerate()
             .map(|(i, &v)| Point {
@@ -274,13 +270,27 @@ mod tests {
                 step: None,
                 value: v,
             })
-            .collect();
-        let key = WorkloadKey::default();
-        let cfg = DetectorConfig {
+            .collect()
+    }
+
+    /// The settings the pace detector runs with on its buckets.
+    fn bucket_cfg() -> DetectorConfig {
+        DetectorConfig {
             min_segment: 2,
             alpha: 1e-2,
             ..DetectorConfig::default()
-        };
+        }
+    }
+
+    #[test]
+    fn a_bump_soon_after_the_data_began_is_measured_against_the_level_around_it() {
+        // Five-minute buckets of a pace read from a trainer's log that begins 10 minutes
+        // before the slowdown: one bucket at 0.44 s a step, four at ~0.60, then ~0.43.
+        let mut values = vec![0.444, 0.602, 0.606, 0.606, 0.552];
+        values.extend((0..17).map(|i| 0.426 + 0.001 * f64::from(i % 3)));
+        let pts = buckets(&values);
+        let key = WorkloadKey::default();
+        let cfg = bucket_cfg();
         let found = detect(&input(&key, &pts, Worse::Higher), &cfg);
         assert_eq!(found.len(), 1, "{found:?}");
         // From the last normal bucket to the partly slow fifth, where the bump ended.
@@ -309,21 +319,9 @@ mod tests {
             2.0899, 2.0514, 2.0577, 2.0596, 2.0494, 2.0572, 2.0505, 5.8536, 4.2261, 5.8569, 5.3306,
             5.5663, 3.3159, 4.1053, 3.3339, 2.3433, 2.0544, 2.0480, 2.0137,
         ];
-        let pts: Vec<Point> = values
-            .iter()
-            .enumerate()
-            .map(|(i, &v)| Point {
-                time_ns: (i as i64 + 1) * 300 * S,
-                step: None,
-                value: v,
-            })
-            .collect();
+        let pts = buckets(&values);
         let key = WorkloadKey::default();
-        let cfg = DetectorConfig {
-            min_segment: 2,
-            alpha: 1e-2,
-            ..DetectorConfig::default()
-        };
+        let cfg = bucket_cfg();
         let found = detect(&input(&key, &pts, Worse::Higher), &cfg);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(
@@ -360,11 +358,7 @@ mod tests {
     fn a_short_piece_before_the_level_is_not_the_reference() {
         let key = WorkloadKey::default();
         let pts = series(&[(1, 2.33), (5, 2.05), (31, 2.54)]);
-        let cfg = DetectorConfig {
-            min_segment: 2,
-            alpha: 1e-2,
-            ..DetectorConfig::default()
-        };
+        let cfg = bucket_cfg();
         let mut inp = input(&key, &pts, Worse::Higher);
         inp.min_seconds = 10.0;
         let found = detect(&inp, &cfg);
