@@ -219,15 +219,15 @@ pub(super) fn threshold(raw: &[f64], cfg: &DetectorConfig) -> f64 {
         .max(cfg.latency_noise_k * noise)
 }
 
-/// The sustained runs of the points `above` (indices into `times`, ascending): a dip back
-/// shorter than a sustained regression (or a few missing buckets) does not end one (the
-/// workload stayed slower); a run lasts three points and `latency_min_seconds` at least.
 /// The longest gap between two buckets above the expectation that still joins them in
 /// one slowdown.
 fn bridge_ns(bucket_ns: i64, cfg: &DetectorConfig) -> i64 {
     ((cfg.latency_min_seconds * 1e9) as i64).max(3 * bucket_ns)
 }
 
+/// The sustained runs of the points `above` (indices into `times`, ascending): a dip back
+/// shorter than a sustained regression (or a few missing buckets) does not end one (the
+/// workload stayed slower); a run lasts three points and `latency_min_seconds` at least.
 pub(super) fn sustained(
     times: &[i64],
     above: &[bool],
